@@ -1,0 +1,21 @@
+# Host dependencies. Each missing one stops configuration with the Debian package to install
+# (scripts/setup.sh installs them all).
+find_package(Threads REQUIRED)
+
+find_package(Protobuf REQUIRED)
+if(NOT TARGET protobuf::protoc)
+  message(FATAL_ERROR "protoc not found: apt-get install protobuf-compiler")
+endif()
+
+find_package(gflags CONFIG QUIET)
+if(NOT gflags_FOUND)
+  message(FATAL_ERROR "gflags not found: apt-get install libgflags-dev")
+endif()
+find_package(glog CONFIG QUIET)
+if(NOT glog_FOUND)
+  message(FATAL_ERROR "glog not found: apt-get install libgoogle-glog-dev")
+endif()
+
+find_package(OpenBLASCpu REQUIRED)
+set(DOPPIO_BLAS_LIBRARIES ${OpenBLAS_LIBRARY})
+set(DOPPIO_BLAS_INCLUDE_DIRS ${OpenBLAS_INCLUDE_DIR})

@@ -1,0 +1,100 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doppio/core/blob.hpp"
+#include "doppio/core/common.hpp"
+#include "doppio/util/rng.hpp"
+
+namespace doppio {
+
+// A layer computes top blobs from bottom blobs (Forward) and, given the gradient of the
+// loss with respect to its tops, the gradients with respect to its bottoms and parameters
+// (Backward). Layers compute; they never communicate.
+//
+// Gradient conventions every layer follows:
+// - Backward OVERWRITES the diff of each bottom i with propagate_down[i] true.
+// - Backward ACCUMULATES (+=) into the diff of its parameter blobs, so that shared
+//   parameters and iter_size accumulation work; the solver clears them each iteration.
+template <typename Dtype>
+class Layer {
+ public:
+  using BlobVec = std::vector<Blob<Dtype>*>;
+
+  explicit Layer(const LayerParameter& param);
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  // Checks blob counts, runs LayerSetUp and Reshape, and sets up loss weights.
+  void SetUp(const BlobVec& bottom, const BlobVec& top);
+  // One-time set-up: read the layer's parameters, create and fill its parameter blobs.
+  virtual void LayerSetUp(const BlobVec& bottom, const BlobVec& top) {}
+  // Shapes the tops (and internal buffers) from the bottoms' shapes.
+  virtual void Reshape(const BlobVec& bottom, const BlobVec& top) = 0;
+
+  // Returns the weighted loss this layer contributes (0 for non-loss layers).
+  Dtype Forward(const BlobVec& bottom, const BlobVec& top);
+  void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
+
+  std::vector<std::shared_ptr<Blob<Dtype>>>& blobs() { return blobs_; }
+  const LayerParameter& layer_param() const { return layer_param_; }
+  const std::string& name() const { return layer_param_.name(); }
+  virtual const char* type() const { return ""; }
+
+  Dtype loss(int top_index) const {
+    return top_index < static_cast<int>(loss_.size()) ? loss_[top_index] : Dtype(0);
+  }
+  void set_loss(int top_index, Dtype value);
+
+  // Blob-count contracts; -1 means no constraint.
+  virtual int ExactNumBottomBlobs() const { return -1; }
+  virtual int MinBottomBlobs() const { return -1; }
+  virtual int MaxBottomBlobs() const { return -1; }
+  virtual int ExactNumTopBlobs() const { return -1; }
+  virtual int MinTopBlobs() const { return -1; }
+  virtual int MaxTopBlobs() const { return -1; }
+  virtual bool EqualNumBottomTopBlobs() const { return false; }
+  // Tops beyond those the prototxt names are created anonymously by Net (up to the minimum).
+  virtual bool AutoTopBlobs() const { return false; }
+  // False where a bottom can never take a gradient (labels, indices).
+  virtual bool AllowForceBackward(int bottom_index) const { return true; }
+
+  bool param_propagate_down(int param_id) const {
+    return param_id < static_cast<int>(param_propagate_down_.size()) &&
+           param_propagate_down_[param_id];
+  }
+  void set_param_propagate_down(int param_id, bool value);
+
+  Mode mode() const { return mode_; }
+  void set_mode(Mode mode) { mode_ = mode; }
+  // Seeds the layer's own random stream (dropout masks, fillers, stochastic pooling).
+  void set_seed(std::uint64_t seed) { rng_.Seed(seed); }
+  Rng& rng() { return rng_; }
+
+  // Loss layers report loss_weight 1 on their first top by default.
+  virtual bool IsLossLayer() const { return false; }
+
+  // The layer's name and type, for error messages: "layer 'conv1' (Convolution)".
+  std::string Describe() const;
+
+ protected:
+  virtual void Forward_cpu(const BlobVec& bottom, const BlobVec& top) = 0;
+  virtual void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom) = 0;
+
+  void CheckBlobCounts(const BlobVec& bottom, const BlobVec& top) const;
+  void SetLossWeights(const BlobVec& top);
+
+  LayerParameter layer_param_;
+  Phase phase_;
+  std::vector<std::shared_ptr<Blob<Dtype>>> blobs_;
+  std::vector<bool> param_propagate_down_;
+  std::vector<Dtype> loss_;
+  Mode mode_ = Mode::CPU;
+  Rng rng_;
+};
+
+}  // namespace doppio
