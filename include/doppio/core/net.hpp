@@ -1,0 +1,156 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doppio/core/blob.hpp"
+#include "doppio/core/common.hpp"
+#include "doppio/core/layer.hpp"
+
+namespace doppio {
+
+// A directed acyclic graph of layers built from a NetParameter for one phase.
+//
+// Set-up filters layers by include/exclude rules against the NetState, inserts Split layers
+// where a blob feeds several layers, wires in-place layers, shares parameters by name,
+// decides which layers need backward, and lays the learnable parameters out in one
+// contiguous arena (data and diff) in the order backward finishes them, so a gradient
+// bucket is a contiguous slice.
+template <typename Dtype>
+class Net {
+ public:
+  // Called after layer `layer_id` finished its Backward (parallel gradient sync hooks here).
+  using BackwardCallback = std::function<void(int layer_id)>;
+
+  // seed initialises the fillers and every layer's random stream (layer i gets its own).
+  explicit Net(const NetParameter& param, std::uint64_t seed = 1701);
+  Net(const Net&) = delete;
+  Net& operator=(const Net&) = delete;
+
+  // Forward through every layer; returns the output blobs and sets *loss when given.
+  const std::vector<Blob<Dtype>*>& Forward(Dtype* loss = nullptr);
+  Dtype ForwardFromTo(int start, int end);
+  void Backward();
+  void BackwardFromTo(int start, int end);
+  Dtype ForwardBackward();
+  // Re-propagates shapes after an input blob changed shape.
+  void Reshape();
+
+  void ClearParamDiffs();
+  // data -= diff for every learnable parameter (one pass over the arena).
+  void Update();
+
+  // Copies weights layer by layer, by name, from a trained net (Caffe's fine-tuning rule:
+  // layers absent from `param` keep their values). A shape mismatch throws Error naming the
+  // layer, the blob index and both shapes.
+  void CopyTrainedLayersFrom(const NetParameter& param);
+  void CopyTrainedLayersFromFile(const std::string& path);
+  void ShareTrainedLayersWith(const Net& other);
+  void ToProto(NetParameter* param, bool write_diff = false) const;
+
+  const std::string& name() const { return name_; }
+  Phase phase() const { return phase_; }
+  const std::vector<std::string>& layer_names() const { return layer_names_; }
+  const std::vector<std::string>& blob_names() const { return blob_names_; }
+  const std::vector<std::shared_ptr<Blob<Dtype>>>& blobs() const { return blobs_; }
+  const std::vector<std::shared_ptr<Layer<Dtype>>>& layers() const { return layers_; }
+  const std::vector<std::vector<Blob<Dtype>*>>& bottom_vecs() const { return bottom_vecs_; }
+  const std::vector<std::vector<Blob<Dtype>*>>& top_vecs() const { return top_vecs_; }
+  const std::vector<std::vector<int>>& bottom_id_vecs() const { return bottom_id_vecs_; }
+  const std::vector<std::vector<int>>& top_id_vecs() const { return top_id_vecs_; }
+  const std::vector<std::vector<bool>>& bottom_need_backward() const {
+    return bottom_need_backward_;
+  }
+  const std::vector<bool>& layer_need_backward() const { return layer_need_backward_; }
+  const std::vector<Dtype>& blob_loss_weights() const { return blob_loss_weights_; }
+
+  // Every parameter blob of every layer (shared ones repeated).
+  const std::vector<std::shared_ptr<Blob<Dtype>>>& params() const { return params_; }
+  // The owners only: what the solver updates. In arena order (backward-finish order).
+  const std::vector<Blob<Dtype>*>& learnable_params() const { return learnable_params_; }
+  const std::vector<float>& params_lr() const { return params_lr_; }
+  const std::vector<float>& params_weight_decay() const { return params_weight_decay_; }
+  // For each learnable param: the layer whose backward makes its gradient final.
+  const std::vector<int>& learnable_param_last_layer() const { return learnable_param_layer_; }
+  // Element offset of each learnable param inside the arena.
+  const std::vector<std::size_t>& learnable_param_offsets() const { return arena_offsets_; }
+  std::size_t arena_count() const { return arena_count_; }
+  Dtype* mutable_arena_data();
+  Dtype* mutable_arena_diff();
+  const Dtype* arena_data() const;
+  const Dtype* arena_diff() const;
+
+  const std::vector<Blob<Dtype>*>& input_blobs() const { return net_input_blobs_; }
+  const std::vector<Blob<Dtype>*>& output_blobs() const { return net_output_blobs_; }
+  const std::vector<int>& output_blob_indices() const { return net_output_blob_indices_; }
+
+  bool has_blob(const std::string& name) const { return blob_index_.count(name) > 0; }
+  std::shared_ptr<Blob<Dtype>> blob_by_name(const std::string& name) const;
+  bool has_layer(const std::string& name) const { return layer_index_.count(name) > 0; }
+  std::shared_ptr<Layer<Dtype>> layer_by_name(const std::string& name) const;
+
+  void add_after_backward(BackwardCallback callback) {
+    after_backward_.push_back(std::move(callback));
+  }
+
+  // Bytes held by activations (data and diff of every blob) and by parameters.
+  std::size_t activation_bytes() const;
+  std::size_t parameter_bytes() const;
+
+  // Returns the layers of `param` that apply to its state (include/exclude rules).
+  static NetParameter FilterNet(const NetParameter& param);
+  static bool StateMeetsRule(const NetState& state, const NetStateRule& rule,
+                             const std::string& layer_name);
+
+ private:
+  void Init(const NetParameter& param);
+  void AppendTop(const NetParameter& param, int layer_id, int top_id,
+                 std::map<std::string, int>* available_blobs);
+  int AppendBottom(const NetParameter& param, int layer_id, int bottom_id,
+                   std::map<std::string, int>* available_blobs);
+  void AppendParam(const NetParameter& param, int layer_id, int param_id);
+  void DecideBackward(const NetParameter& param);
+  void BuildArena();
+
+  std::string name_;
+  Phase phase_;
+  std::uint64_t seed_;
+  std::vector<std::shared_ptr<Layer<Dtype>>> layers_;
+  std::vector<std::string> layer_names_;
+  std::map<std::string, int> layer_index_;
+  std::vector<bool> layer_need_backward_;
+  std::vector<std::shared_ptr<Blob<Dtype>>> blobs_;
+  std::vector<std::string> blob_names_;
+  std::map<std::string, int> blob_index_;
+  std::vector<bool> blob_need_backward_;
+  std::vector<std::vector<Blob<Dtype>*>> bottom_vecs_;
+  std::vector<std::vector<int>> bottom_id_vecs_;
+  std::vector<std::vector<bool>> bottom_need_backward_;
+  std::vector<std::vector<Blob<Dtype>*>> top_vecs_;
+  std::vector<std::vector<int>> top_id_vecs_;
+  std::vector<Dtype> blob_loss_weights_;
+  std::vector<std::vector<int>> param_id_vecs_;
+  std::vector<int> param_owners_;
+  std::vector<std::string> param_display_names_;
+  std::vector<std::pair<int, int>> param_layer_indices_;
+  std::map<std::string, int> param_names_index_;
+  std::vector<Blob<Dtype>*> net_input_blobs_;
+  std::vector<Blob<Dtype>*> net_output_blobs_;
+  std::vector<int> net_output_blob_indices_;
+  std::vector<std::shared_ptr<Blob<Dtype>>> params_;
+  std::vector<Blob<Dtype>*> learnable_params_;
+  std::vector<int> learnable_param_ids_;
+  std::vector<int> learnable_param_layer_;
+  std::vector<float> params_lr_;
+  std::vector<float> params_weight_decay_;
+  std::vector<std::size_t> arena_offsets_;
+  std::size_t arena_count_ = 0;
+  std::shared_ptr<SyncedMemory> arena_data_;
+  std::shared_ptr<SyncedMemory> arena_diff_;
+  std::vector<BackwardCallback> after_backward_;
+};
+
+}  // namespace doppio

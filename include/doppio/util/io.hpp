@@ -1,0 +1,36 @@
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "doppio/core/common.hpp"
+
+namespace doppio {
+
+// Reads a text-format message. Throws Error "PATH:LINE:COLUMN: problem" on a syntax error
+// or an unknown field, and "PATH: cannot open" when the file is missing.
+void ReadProtoFromTextFile(const std::string& path, google::protobuf::Message* message);
+// Parses text held in memory; `origin` names it in error messages.
+void ReadProtoFromTextString(const std::string& text, const std::string& origin,
+                             google::protobuf::Message* message);
+// Reads a binary message (size limit lifted for large .caffemodel files). Throws Error
+// naming the file when it cannot be opened or is not a valid message of that type.
+void ReadProtoFromBinaryFile(const std::string& path, google::protobuf::Message* message);
+
+// Writes atomically: to PATH.tmp-XXXX in the same folder, flush, fsync, rename over PATH.
+// On any failure the previous PATH is untouched and Error names the file and the cause.
+void WriteProtoToBinaryFile(const google::protobuf::Message& message, const std::string& path);
+void WriteProtoToTextFile(const google::protobuf::Message& message, const std::string& path);
+void WriteFileAtomically(const std::string& contents, const std::string& path);
+
+// A NetParameter from a prototxt, checked: no V1 'layers' blocks, no field that Doppio
+// parses but does not support (the error names the layer and the field).
+NetParameter ReadNetParamsFromTextFile(const std::string& path);
+NetParameter ReadNetParamsFromTextString(const std::string& text, const std::string& origin);
+SolverParameter ReadSolverParamsFromTextFile(const std::string& path);
+
+// Throws Error naming the layer and field for any field that is set but not supported.
+void CheckSupportedFields(const NetParameter& param, const std::string& origin);
+
+}  // namespace doppio
