@@ -1,0 +1,78 @@
+// doppio: train, test and time networks. `doppio <command> --flags`; `doppio --help`.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "command.hpp"
+#include "doppio/core/common.hpp"
+
+namespace doppio {
+
+std::map<std::string, Command>& CommandTable() {
+  static std::map<std::string, Command> table;
+  return table;
+}
+
+namespace {
+std::string Usage() {
+  std::string usage =
+      "command line brew\n"
+      "usage: doppio <command> <args>\n\n"
+      "commands:\n";
+  for (const auto& entry : CommandTable()) {
+    usage += "  " + entry.first + std::string(16 - std::min<size_t>(15, entry.first.size()), ' ') +
+             entry.second.summary + "\n";
+  }
+  usage += "\n`doppio <command> --help` lists a command's flags.";
+  return usage;
+}
+}  // namespace
+
+}  // namespace doppio
+
+int main(int argc, char** argv) {
+  FLAGS_alsologtostderr = 1;
+  FLAGS_colorlogtostderr = false;
+  gflags::SetUsageMessage(doppio::Usage());
+  gflags::SetVersionString("0.1.0");
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << doppio::Usage() << "\n";
+    return 0;
+  }
+  // Per-command help: `doppio train --help` shows only the flags that matter to train.
+  if (argc >= 3 && std::string(argv[2]) == "--help" && doppio::CommandTable().count(argv[1])) {
+    std::cout << "doppio " << argv[1] << ": " << doppio::CommandTable()[argv[1]].summary
+              << "\n\nflags:\n";
+    std::vector<gflags::CommandLineFlagInfo> flags;
+    gflags::GetAllFlags(&flags);
+    for (const auto& flag : flags) {
+      if (flag.filename.find("tools/doppio/" + std::string(argv[1])) == std::string::npos &&
+          flag.filename.find("tools/doppio/common_flags") == std::string::npos)
+        continue;
+      std::cout << "  --" << flag.name << " (" << flag.description << ") default: \""
+                << flag.default_value << "\"\n";
+    }
+    return 0;
+  }
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  google::InstallFailureSignalHandler();
+  if (argc != 2 || doppio::CommandTable().count(argv[1]) == 0) {
+    if (argc >= 2) std::cerr << "doppio: unknown command '" << argv[1] << "'\n\n";
+    std::cerr << doppio::Usage() << "\n";
+    return argc == 1 ? 1 : 2;
+  }
+  try {
+    return doppio::CommandTable()[argv[1]].run();
+  } catch (const doppio::Error& error) {
+    LOG(ERROR) << error.what();
+    std::fflush(nullptr);
+    return 1;
+  } catch (const std::exception& error) {
+    LOG(ERROR) << "internal error: " << error.what();
+    return 1;
+  }
+}
