@@ -1,0 +1,96 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doppio/solvers/solver.hpp"
+
+namespace doppio {
+
+// Stochastic gradient descent with momentum, and the base of the adaptive methods. Per
+// iteration: learning rate from the policy, clip_gradients (global L2 norm), division by
+// iter_size, L1/L2 weight decay scaled by each parameter's decay_mult, the method's update
+// (scaled by each parameter's lr_mult), then data -= diff.
+template <typename Dtype>
+class SGDSolver : public Solver<Dtype> {
+ public:
+  explicit SGDSolver(const SolverParameter& param);
+  const char* type() const override { return "SGD"; }
+  const std::vector<std::shared_ptr<Blob<Dtype>>>& history() const { return history_; }
+
+ protected:
+  void ApplyUpdate() override;
+  void SnapshotSolverState(SolverState* state) const override;
+  void CheckSolverState(const SolverState& state, const std::string& origin) const override;
+  void RestoreSolverState(const SolverState& state) override;
+
+  void ClipGradients();
+  void Normalize(int param_id);
+  void Regularize(int param_id);
+  // Turns the (regularised) gradient in diff into the step data -= diff takes.
+  virtual void ComputeUpdateValue(int param_id, Dtype rate);
+  // Adds another history blob per learnable parameter (second moments and the like).
+  void AddHistorySet();
+
+  // history_[k * n + i] is the k-th state blob of learnable parameter i (n parameters).
+  std::vector<std::shared_ptr<Blob<Dtype>>> history_;
+  // Scratch of the largest parameter's size.
+  std::vector<Dtype> temp_;
+  std::vector<Dtype> update_;
+};
+
+// Nesterov's accelerated gradient (Sutskever's formulation, as in Caffe).
+template <typename Dtype>
+class NesterovSolver : public SGDSolver<Dtype> {
+ public:
+  explicit NesterovSolver(const SolverParameter& param) : SGDSolver<Dtype>(param) {}
+  const char* type() const override { return "Nesterov"; }
+
+ protected:
+  void ComputeUpdateValue(int param_id, Dtype rate) override;
+};
+
+template <typename Dtype>
+class AdaGradSolver : public SGDSolver<Dtype> {
+ public:
+  explicit AdaGradSolver(const SolverParameter& param);
+  const char* type() const override { return "AdaGrad"; }
+
+ protected:
+  void ComputeUpdateValue(int param_id, Dtype rate) override;
+};
+
+template <typename Dtype>
+class RMSPropSolver : public SGDSolver<Dtype> {
+ public:
+  explicit RMSPropSolver(const SolverParameter& param);
+  const char* type() const override { return "RMSProp"; }
+
+ protected:
+  void ComputeUpdateValue(int param_id, Dtype rate) override;
+};
+
+// Zeiler's AdaDelta; momentum is the decay of both running averages.
+template <typename Dtype>
+class AdaDeltaSolver : public SGDSolver<Dtype> {
+ public:
+  explicit AdaDeltaSolver(const SolverParameter& param);
+  const char* type() const override { return "AdaDelta"; }
+
+ protected:
+  void ComputeUpdateValue(int param_id, Dtype rate) override;
+};
+
+// Kingma and Ba's Adam; momentum and momentum2 are beta1 and beta2, delta is epsilon.
+template <typename Dtype>
+class AdamSolver : public SGDSolver<Dtype> {
+ public:
+  explicit AdamSolver(const SolverParameter& param);
+  const char* type() const override { return "Adam"; }
+
+ protected:
+  void ComputeUpdateValue(int param_id, Dtype rate) override;
+};
+
+}  // namespace doppio

@@ -1,0 +1,114 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doppio/core/common.hpp"
+#include "doppio/core/net.hpp"
+#include "doppio/solvers/solver_action.hpp"
+
+namespace doppio {
+
+// Hooks a parallel trainer (or a test) attaches to the solver's loop. on_start runs before
+// each iteration's forward/backward; on_gradients_ready runs once the iteration's gradients
+// are final (after iter_size accumulation), before ApplyUpdate touches them.
+struct SolverCallbacks {
+  std::function<void()> on_start;
+  std::function<void()> on_gradients_ready;
+};
+
+// Owns the training net and the test nets and runs the optimisation loop. Subclasses supply
+// the update rule (ApplyUpdate) and the state they keep between iterations.
+//
+// Step: forward/backward iter_size times (gradients accumulate), callbacks, ApplyUpdate,
+// then snapshot or stop when asked. Test nets share the training net's weights and are run
+// every test_interval iterations. Log lines follow Caffe's wording so log parsers work.
+template <typename Dtype>
+class Solver {
+ public:
+  // Builds the nets; throws Error for an inconsistent SolverParameter or unreadable files.
+  explicit Solver(const SolverParameter& param);
+  virtual ~Solver() = default;
+  Solver(const Solver&) = delete;
+  Solver& operator=(const Solver&) = delete;
+
+  // Trains to max_iter (resuming from a .solverstate when given), snapshots after training
+  // when snapshot_after_train, runs the final test.
+  void Solve(const std::string& resume_file = "");
+  // Runs `iters` iterations (fewer when a stop is requested).
+  void Step(int iters);
+  // Loads a .solverstate and the weights it names. Throws Error, changing nothing, when the
+  // file is not a solver state or was written for a different net or solver.
+  void Restore(const std::string& state_file);
+  // Writes <prefix>_iter_<N>.caffemodel and .solverstate, each atomically.
+  void Snapshot();
+
+  const SolverParameter& param() const { return param_; }
+  const std::shared_ptr<Net<Dtype>>& net() const { return net_; }
+  const std::vector<std::shared_ptr<Net<Dtype>>>& test_nets() const { return test_nets_; }
+  int iter() const { return iter_; }
+  int current_step() const { return current_step_; }
+  Dtype smoothed_loss() const { return smoothed_loss_; }
+  bool requested_early_exit() const { return requested_early_exit_; }
+
+  void add_callbacks(SolverCallbacks callbacks) { callbacks_.push_back(std::move(callbacks)); }
+  void SetActionFunction(ActionFunction function) { action_function_ = std::move(function); }
+  // With true, a NaN or infinite loss is logged and training goes on instead of stopping.
+  void set_allow_nonfinite_loss(bool allow) { allow_nonfinite_loss_ = allow; }
+
+  // The file names a snapshot at the current iteration gets.
+  std::string SnapshotFilename(const std::string& extension) const;
+  // Runs every test net once (test_iter batches each) and logs their mean outputs.
+  void TestAll();
+  // The mean outputs of the last Test(id), in output order (for tests and tools).
+  const std::vector<Dtype>& last_test_scores() const { return last_test_scores_; }
+
+  virtual const char* type() const = 0;
+
+ protected:
+  // Applies one update to the training net's weights from the gradients in its diffs.
+  virtual void ApplyUpdate() = 0;
+  // Adds the method's history (momentum, moments) to a snapshot / reads it back. Restore
+  // checks counts and shapes before calling RestoreSolverState.
+  virtual void SnapshotSolverState(SolverState* state) const = 0;
+  virtual void CheckSolverState(const SolverState& state, const std::string& origin) const = 0;
+  virtual void RestoreSolverState(const SolverState& state) = 0;
+
+  // The learning rate at the current iteration (updates current_step_ for multistep/step).
+  Dtype GetLearningRate();
+  bool display_now() const { return param_.display() && iter_ % param_.display() == 0; }
+
+  SolverParameter param_;
+  std::shared_ptr<Net<Dtype>> net_;
+  std::vector<std::shared_ptr<Net<Dtype>>> test_nets_;
+  int iter_ = 0;
+  int current_step_ = 0;
+
+ private:
+  void InitTrainNet();
+  void InitTestNets();
+  void CheckParameters() const;
+  void CheckSnapshotWritePermissions() const;
+  void LoadWeights(Net<Dtype>* net, const std::string& files) const;
+  void Test(int test_net_id);
+  void UpdateSmoothedLoss(Dtype loss, int start_iter, int average_loss);
+  void DisplayProgress(int stop_iter);
+  SolverAction GetRequestedAction();
+
+  std::uint64_t seed_ = 0;
+  std::vector<Dtype> losses_;
+  Dtype smoothed_loss_ = 0;
+  std::vector<SolverCallbacks> callbacks_;
+  ActionFunction action_function_;
+  bool requested_early_exit_ = false;
+  bool allow_nonfinite_loss_ = false;
+  std::vector<Dtype> last_test_scores_;
+  // Display bookkeeping: rate since the previous display line.
+  std::chrono::steady_clock::time_point last_display_time_;
+  int last_display_iter_ = 0;
+};
+
+}  // namespace doppio

@@ -1,0 +1,128 @@
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "doppio/solvers/sgd_solvers.hpp"
+#include "doppio/solvers/solver_registry.hpp"
+#include "doppio/util/math_functions.hpp"
+
+namespace doppio {
+
+template <typename Dtype>
+SGDSolver<Dtype>::SGDSolver(const SolverParameter& param) : Solver<Dtype>(param) {
+  AddHistorySet();
+  std::size_t largest = 0;
+  for (const auto* blob : this->net_->learnable_params()) {
+    largest = std::max<std::size_t>(largest, blob->count());
+  }
+  temp_.resize(largest);
+  update_.resize(largest);
+}
+
+template <typename Dtype>
+void SGDSolver<Dtype>::AddHistorySet() {
+  for (const auto* blob : this->net_->learnable_params()) {
+    auto history = std::make_shared<Blob<Dtype>>(blob->shape());
+    cpu_set<Dtype>(history->count(), Dtype(0), history->mutable_cpu_data());
+    history_.push_back(history);
+  }
+}
+
+template <typename Dtype>
+void SGDSolver<Dtype>::ApplyUpdate() {
+  const Dtype rate = this->GetLearningRate();
+  if (this->display_now()) {
+    LOG(INFO) << "Iteration " << this->iter_ << ", lr = " << rate;
+  }
+  ClipGradients();
+  const int num_params = static_cast<int>(this->net_->learnable_params().size());
+  for (int param_id = 0; param_id < num_params; ++param_id) {
+    Normalize(param_id);
+    Regularize(param_id);
+    ComputeUpdateValue(param_id, rate);
+  }
+  this->net_->Update();
+}
+
+template <typename Dtype>
+void SGDSolver<Dtype>::ClipGradients() {
+  const Dtype clip_gradients = this->param_.clip_gradients();
+  if (clip_gradients < 0) return;
+  const auto& params = this->net_->learnable_params();
+  Dtype sumsq_diff = 0;
+  for (const auto* blob : params) sumsq_diff += blob->sumsq_diff();
+  const Dtype l2norm_diff = std::sqrt(sumsq_diff);
+  if (l2norm_diff > clip_gradients) {
+    const Dtype scale_factor = clip_gradients / l2norm_diff;
+    LOG(INFO) << "Gradient clipping: scaling down gradients (L2 norm " << l2norm_diff << " > "
+              << clip_gradients << ") by scale factor " << scale_factor;
+    for (auto* blob : params) blob->scale_diff(scale_factor);
+  }
+}
+
+template <typename Dtype>
+void SGDSolver<Dtype>::Normalize(int param_id) {
+  if (this->param_.iter_size() == 1) return;
+  // The gradients of iter_size passes were summed; the update uses their mean.
+  auto* blob = this->net_->learnable_params()[param_id];
+  cpu_scal<Dtype>(blob->count(), Dtype(1) / this->param_.iter_size(), blob->mutable_cpu_diff());
+}
+
+template <typename Dtype>
+void SGDSolver<Dtype>::Regularize(int param_id) {
+  auto* blob = this->net_->learnable_params()[param_id];
+  const Dtype local_decay =
+      this->param_.weight_decay() * this->net_->params_weight_decay()[param_id];
+  if (local_decay == 0) return;
+  const int count = blob->count();
+  if (this->param_.regularization_type() == "L2") {
+    cpu_axpy<Dtype>(count, local_decay, blob->cpu_data(), blob->mutable_cpu_diff());
+  } else {
+    cpu_sign<Dtype>(count, blob->cpu_data(), temp_.data());
+    cpu_axpy<Dtype>(count, local_decay, temp_.data(), blob->mutable_cpu_diff());
+  }
+}
+
+template <typename Dtype>
+void SGDSolver<Dtype>::ComputeUpdateValue(int param_id, Dtype rate) {
+  auto* blob = this->net_->learnable_params()[param_id];
+  const Dtype momentum = this->param_.momentum();
+  const Dtype local_rate = rate * this->net_->params_lr()[param_id];
+  Dtype* history = history_[param_id]->mutable_cpu_data();
+  // history = local_rate * gradient + momentum * history; the step is the history.
+  cpu_axpby<Dtype>(blob->count(), local_rate, blob->cpu_diff(), momentum, history);
+  cpu_copy<Dtype>(blob->count(), history, blob->mutable_cpu_diff());
+}
+
+template <typename Dtype>
+void SGDSolver<Dtype>::SnapshotSolverState(SolverState* state) const {
+  state->clear_history();
+  for (const auto& history : history_) history->ToProto(state->add_history());
+}
+
+template <typename Dtype>
+void SGDSolver<Dtype>::CheckSolverState(const SolverState& state, const std::string& origin) const {
+  DOPPIO_ENSURE(state.history_size() == static_cast<int>(history_.size()))
+      << origin << " holds " << state.history_size() << " history blobs, but a " << this->type()
+      << " solver for net '" << this->net_->name() << "' keeps " << history_.size()
+      << ": it was written by another solver type or for a different net";
+  for (int i = 0; i < state.history_size(); ++i) {
+    const std::vector<int> shape = BlobProtoShape(state.history(i));
+    DOPPIO_ENSURE(shape == history_[i]->shape())
+        << origin << ": history blob " << i << " has shape " << ShapeString(shape)
+        << " but parameter " << i % this->net_->learnable_params().size() << " of net '"
+        << this->net_->name() << "' has shape " << history_[i]->shape_string()
+        << ": it was written for a different net";
+  }
+}
+
+template <typename Dtype>
+void SGDSolver<Dtype>::RestoreSolverState(const SolverState& state) {
+  for (int i = 0; i < state.history_size(); ++i) history_[i]->FromProto(state.history(i), false);
+}
+
+DOPPIO_INSTANTIATE_CLASS(SGDSolver);
+REGISTER_SOLVER_CLASS(SGD);
+
+}  // namespace doppio

@@ -1,0 +1,476 @@
+#include "doppio/solvers/solver.hpp"
+
+#include <glog/logging.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "doppio/solvers/lr_policy.hpp"
+#include "doppio/solvers/solver_registry.hpp"
+#include "doppio/solvers/weights.hpp"
+#include "doppio/util/io.hpp"
+
+namespace doppio {
+
+namespace {
+
+// Prefixes an Error raised while reading a file the solver names with the field naming it.
+template <typename Function>
+auto WithContext(const std::string& context, Function&& function) -> decltype(function()) {
+  try {
+    return function();
+  } catch (const Error& error) {
+    throw Error(context + ": " + error.what());
+  }
+}
+
+std::string FormatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  long total = static_cast<long>(seconds + 0.5);
+  char text[64];
+  std::snprintf(text, sizeof(text), "%ld:%02ld:%02ld", total / 3600, (total / 60) % 60, total % 60);
+  return text;
+}
+
+}  // namespace
+
+template <typename Dtype>
+Solver<Dtype>::Solver(const SolverParameter& param) : param_(param) {
+  UpgradeSolverType(&param_);
+  CheckParameters();
+  CheckSnapshotWritePermissions();
+  if (param_.random_seed() >= 0) {
+    seed_ = static_cast<std::uint64_t>(param_.random_seed());
+  } else {
+    // Caffe's meaning of random_seed -1: a fresh seed every run.
+    std::random_device device;
+    seed_ = (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  }
+  LOG(INFO) << "Initializing solver from parameters:\n" << param_.DebugString();
+  InitTrainNet();
+  InitTestNets();
+  LOG(INFO) << "Solver scaffolding done.";
+}
+
+template <typename Dtype>
+void Solver<Dtype>::CheckParameters() const {
+  CheckLearningRatePolicy(param_);
+  DOPPIO_ENSURE(param_.iter_size() >= 1)
+      << "solver: iter_size must be >= 1, not " << param_.iter_size();
+  DOPPIO_ENSURE(param_.average_loss() >= 1)
+      << "solver: average_loss must be >= 1, not " << param_.average_loss();
+  DOPPIO_ENSURE(param_.display() >= 0) << "solver: display must be >= 0, not " << param_.display();
+  DOPPIO_ENSURE(param_.max_iter() >= 0)
+      << "solver: max_iter must be >= 0, not " << param_.max_iter();
+  DOPPIO_ENSURE(param_.test_interval() >= 0)
+      << "solver: test_interval must be >= 0, not " << param_.test_interval();
+  DOPPIO_ENSURE(param_.snapshot() >= 0)
+      << "solver: snapshot must be >= 0, not " << param_.snapshot();
+  for (int i = 0; i < param_.test_iter_size(); ++i) {
+    DOPPIO_ENSURE(param_.test_iter(i) >= 0)
+        << "solver: test_iter #" << i << " must be >= 0, not " << param_.test_iter(i);
+  }
+  DOPPIO_ENSURE(param_.regularization_type() == "L2" || param_.regularization_type() == "L1")
+      << "solver: unknown regularization_type '" << param_.regularization_type()
+      << "'; known types: L1 L2";
+  DOPPIO_ENSURE(param_.snapshot_format() == SolverParameter::BINARYPROTO)
+      << "solver: snapshot_format HDF5 is not supported; use BINARYPROTO";
+  DOPPIO_ENSURE(param_.base_lr() >= 0) << "solver: base_lr must be >= 0, not " << param_.base_lr();
+}
+
+template <typename Dtype>
+void Solver<Dtype>::CheckSnapshotWritePermissions() const {
+  if (param_.snapshot() == 0 && !param_.snapshot_after_train()) return;
+  // Fail now rather than after hours of training: write and remove a probe file next to
+  // where the snapshots will go.
+  std::filesystem::path prefix(param_.snapshot_prefix());
+  std::filesystem::path directory = prefix.parent_path();
+  if (directory.empty()) directory = ".";
+  std::string probe =
+      (directory / (prefix.filename().string() + ".doppio-write-test-XXXXXX")).string();
+  int fd = mkstemp(probe.data());
+  if (fd < 0) {
+    const int error = errno;
+    DOPPIO_FAIL() << "solver: cannot write snapshots to directory '" << directory.string()
+                  << "' (snapshot_prefix '" << param_.snapshot_prefix()
+                  << "'): " << std::strerror(error);
+  }
+  close(fd);
+  unlink(probe.c_str());
+}
+
+template <typename Dtype>
+void Solver<Dtype>::InitTrainNet() {
+  const int num_train_nets = param_.has_net() + param_.has_net_param() + param_.has_train_net() +
+                             param_.has_train_net_param();
+  DOPPIO_ENSURE(num_train_nets >= 1)
+      << "solver: no training net; set one of net, net_param, train_net or train_net_param";
+  DOPPIO_ENSURE(num_train_nets == 1)
+      << "solver: give only one of net, net_param, train_net and train_net_param ("
+      << num_train_nets << " are set)";
+  NetParameter net_param;
+  if (param_.has_train_net_param()) {
+    LOG(INFO) << "Creating training net specified in train_net_param.";
+    net_param = param_.train_net_param();
+  } else if (param_.has_train_net()) {
+    LOG(INFO) << "Creating training net from train_net file: " << param_.train_net();
+    net_param = WithContext("solver field train_net",
+                            [&] { return ReadNetParamsFromTextFile(param_.train_net()); });
+  } else if (param_.has_net_param()) {
+    LOG(INFO) << "Creating training net specified in net_param.";
+    net_param = param_.net_param();
+  } else {
+    LOG(INFO) << "Creating training net from net file: " << param_.net();
+    net_param =
+        WithContext("solver field net", [&] { return ReadNetParamsFromTextFile(param_.net()); });
+  }
+  // The phase is TRAIN unless the net's own state says otherwise; train_state wins.
+  NetState state;
+  state.set_phase(TRAIN);
+  state.MergeFrom(net_param.state());
+  state.MergeFrom(param_.train_state());
+  *net_param.mutable_state() = state;
+  net_ = std::make_shared<Net<Dtype>>(net_param, seed_);
+  for (const std::string& weights : param_.weights()) LoadNetWeights(net_.get(), weights);
+}
+
+template <typename Dtype>
+void Solver<Dtype>::InitTestNets() {
+  const bool has_generic_net = param_.has_net() || param_.has_net_param();
+  const int num_test_net_params = param_.test_net_param_size();
+  const int num_test_net_files = param_.test_net_size();
+  const int num_test_nets = num_test_net_params + num_test_net_files;
+  if (has_generic_net) {
+    DOPPIO_ENSURE(param_.test_iter_size() >= num_test_nets)
+        << "solver: test_iter must be given for each test net (" << num_test_nets << " test nets, "
+        << param_.test_iter_size() << " test_iter entries)";
+  } else {
+    DOPPIO_ENSURE(param_.test_iter_size() == num_test_nets)
+        << "solver: test_iter must be given for each test net (" << num_test_nets << " test nets, "
+        << param_.test_iter_size() << " test_iter entries)";
+  }
+  // The generic net is instantiated once for each test_iter beyond the explicit test nets.
+  const int num_generic_instances = param_.test_iter_size() - num_test_nets;
+  const int num_instances = num_test_nets + num_generic_instances;
+  if (param_.test_state_size() > 0) {
+    DOPPIO_ENSURE(param_.test_state_size() == num_instances)
+        << "solver: test_state must be given for each test net (" << num_instances << " test nets, "
+        << param_.test_state_size() << " test_state entries)";
+  }
+  if (num_instances > 0 && param_.test_interval() == 0) {
+    LOG(WARNING) << "test_interval is 0: the test nets run only after training";
+  }
+  std::vector<std::string> sources(num_instances);
+  std::vector<NetParameter> net_params(num_instances);
+  int id = 0;
+  for (int i = 0; i < num_test_net_params; ++i, ++id) {
+    sources[id] = "test_net_param";
+    net_params[id] = param_.test_net_param(i);
+  }
+  for (int i = 0; i < num_test_net_files; ++i, ++id) {
+    sources[id] = "test_net file: " + param_.test_net(i);
+    net_params[id] = WithContext("solver field test_net #" + std::to_string(i),
+                                 [&] { return ReadNetParamsFromTextFile(param_.test_net(i)); });
+  }
+  for (int i = 0; i < num_generic_instances; ++i, ++id) {
+    if (param_.has_net()) {
+      sources[id] = "net file: " + param_.net();
+      net_params[id] =
+          WithContext("solver field net", [&] { return ReadNetParamsFromTextFile(param_.net()); });
+    } else {
+      sources[id] = "net_param";
+      net_params[id] = param_.net_param();
+    }
+  }
+  test_nets_.resize(num_instances);
+  for (int i = 0; i < num_instances; ++i) {
+    NetState state;
+    state.set_phase(TEST);
+    state.MergeFrom(net_params[i].state());
+    if (param_.test_state_size() > 0) state.MergeFrom(param_.test_state(i));
+    *net_params[i].mutable_state() = state;
+    LOG(INFO) << "Creating test net (#" << i << ") specified by " << sources[i];
+    test_nets_[i] = std::make_shared<Net<Dtype>>(net_params[i], DeriveSeed(seed_, i + 1));
+    for (const std::string& weights : param_.weights()) {
+      LoadNetWeights(test_nets_[i].get(), weights);
+    }
+  }
+}
+
+template <typename Dtype>
+SolverAction Solver<Dtype>::GetRequestedAction() {
+  return action_function_ ? action_function_() : SolverAction::NONE;
+}
+
+template <typename Dtype>
+Dtype Solver<Dtype>::GetLearningRate() {
+  return static_cast<Dtype>(LearningRate(param_, iter_, &current_step_));
+}
+
+template <typename Dtype>
+void Solver<Dtype>::Solve(const std::string& resume_file) {
+  LOG(INFO) << "Solving " << net_->name();
+  LOG(INFO) << "Learning Rate Policy: " << param_.lr_policy();
+  requested_early_exit_ = false;
+  if (!resume_file.empty()) {
+    LOG(INFO) << "Restoring previous solver status from " << resume_file;
+    Restore(resume_file);
+  }
+  const int start_iter = iter_;
+  Step(param_.max_iter() - iter_);
+  // Snapshot unless Step has just written one for this iteration.
+  if (param_.snapshot_after_train() && (param_.snapshot() == 0 || iter_ % param_.snapshot() != 0)) {
+    Snapshot();
+  }
+  if (requested_early_exit_) {
+    LOG(INFO) << "Optimization stopped early.";
+    return;
+  }
+  // The loss after the last update, which Step did not display.
+  if (display_now()) {
+    Dtype loss = 0;
+    net_->Forward(&loss);
+    UpdateSmoothedLoss(loss, start_iter, param_.average_loss());
+    LOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
+  }
+  if (param_.test_interval() && iter_ % param_.test_interval() == 0) TestAll();
+  LOG(INFO) << "Optimization Done.";
+}
+
+template <typename Dtype>
+void Solver<Dtype>::Step(int iters) {
+  const int start_iter = iter_;
+  const int stop_iter = iter_ + iters;
+  const int average_loss = param_.average_loss();
+  losses_.clear();
+  smoothed_loss_ = 0;
+  last_display_time_ = std::chrono::steady_clock::now();
+  last_display_iter_ = iter_;
+
+  while (iter_ < stop_iter) {
+    net_->ClearParamDiffs();
+    if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
+        (iter_ > 0 || param_.test_initialization())) {
+      TestAll();
+      if (requested_early_exit_) break;
+    }
+    for (auto& callbacks : callbacks_) {
+      if (callbacks.on_start) callbacks.on_start();
+    }
+    Dtype loss = 0;
+    for (int i = 0; i < param_.iter_size(); ++i) loss += net_->ForwardBackward();
+    loss /= param_.iter_size();
+    if (!std::isfinite(static_cast<double>(loss))) {
+      DOPPIO_ENSURE(allow_nonfinite_loss_)
+          << "Iteration " << iter_ << ": the loss is " << loss
+          << "; training diverged (lower base_lr, or check the data). Stopping.";
+      LOG(WARNING) << "Iteration " << iter_ << ": the loss is " << loss << "; going on";
+    }
+    UpdateSmoothedLoss(loss, start_iter, average_loss);
+    if (display_now()) DisplayProgress(stop_iter);
+    for (auto& callbacks : callbacks_) {
+      if (callbacks.on_gradients_ready) callbacks.on_gradients_ready();
+    }
+    ApplyUpdate();
+    // iter_ counts the updates applied so far.
+    ++iter_;
+
+    const SolverAction request = GetRequestedAction();
+    if ((param_.snapshot() && iter_ % param_.snapshot() == 0) ||
+        request == SolverAction::SNAPSHOT) {
+      Snapshot();
+    }
+    if (request == SolverAction::STOP) {
+      requested_early_exit_ = true;
+      break;
+    }
+  }
+}
+
+template <typename Dtype>
+void Solver<Dtype>::DisplayProgress(int stop_iter) {
+  LOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - last_display_time_).count();
+  const int iterations = iter_ - last_display_iter_;
+  if (iterations > 0 && seconds > 0) {
+    const double iters_per_second = iterations / seconds;
+    // Images per iteration: the batch (first axis) of the first data layer's first top.
+    int batch = 0;
+    const auto& layers = net_->layers();
+    for (std::size_t i = 0; i < layers.size() && batch == 0; ++i) {
+      if (net_->bottom_vecs()[i].empty() && !net_->top_vecs()[i].empty() &&
+          net_->top_vecs()[i][0]->num_axes() > 0) {
+        batch = net_->top_vecs()[i][0]->shape(0);
+      }
+    }
+    std::ostringstream line;
+    line.precision(4);
+    line << "Iteration " << iter_ << " (" << iters_per_second << " iter/s, "
+         << iters_per_second * batch * param_.iter_size() << " images/s, ETA "
+         << FormatDuration((stop_iter - iter_) / iters_per_second) << ")";
+    LOG(INFO) << line.str();
+  }
+  last_display_time_ = now;
+  last_display_iter_ = iter_;
+  const auto& outputs = net_->output_blobs();
+  int score_index = 0;
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    const Dtype* values = outputs[j]->cpu_data();
+    const int blob_index = net_->output_blob_indices()[j];
+    const std::string& name = net_->blob_names()[blob_index];
+    const Dtype loss_weight = net_->blob_loss_weights()[blob_index];
+    for (int k = 0; k < outputs[j]->count(); ++k) {
+      std::ostringstream loss_message;
+      if (loss_weight) {
+        loss_message << " (* " << loss_weight << " = " << loss_weight * values[k] << " loss)";
+      }
+      LOG(INFO) << "    Train net output #" << score_index++ << ": " << name << " = " << values[k]
+                << loss_message.str();
+    }
+  }
+}
+
+template <typename Dtype>
+void Solver<Dtype>::UpdateSmoothedLoss(Dtype loss, int start_iter, int average_loss) {
+  if (static_cast<int>(losses_.size()) < average_loss) {
+    losses_.push_back(loss);
+    const int size = static_cast<int>(losses_.size());
+    smoothed_loss_ = (smoothed_loss_ * (size - 1) + loss) / size;
+  } else {
+    const int index = (iter_ - start_iter) % average_loss;
+    smoothed_loss_ += (loss - losses_[index]) / average_loss;
+    losses_[index] = loss;
+  }
+}
+
+template <typename Dtype>
+void Solver<Dtype>::TestAll() {
+  for (std::size_t i = 0; i < test_nets_.size() && !requested_early_exit_; ++i) {
+    Test(static_cast<int>(i));
+  }
+}
+
+template <typename Dtype>
+void Solver<Dtype>::Test(int test_net_id) {
+  LOG(INFO) << "Iteration " << iter_ << ", Testing net (#" << test_net_id << ")";
+  const auto& test_net = test_nets_[test_net_id];
+  test_net->ShareTrainedLayersWith(*net_);
+  std::vector<Dtype> scores;
+  std::vector<int> score_output_ids;
+  Dtype loss = 0;
+  const int test_iter = param_.test_iter(test_net_id);
+  for (int i = 0; i < test_iter; ++i) {
+    for (SolverAction request = GetRequestedAction(); request != SolverAction::NONE;
+         request = GetRequestedAction()) {
+      if (request == SolverAction::SNAPSHOT) Snapshot();
+      if (request == SolverAction::STOP) requested_early_exit_ = true;
+    }
+    if (requested_early_exit_) break;
+    Dtype iter_loss = 0;
+    const auto& outputs = test_net->Forward(&iter_loss);
+    if (param_.test_compute_loss()) loss += iter_loss;
+    int index = 0;
+    for (std::size_t j = 0; j < outputs.size(); ++j) {
+      const Dtype* values = outputs[j]->cpu_data();
+      for (int k = 0; k < outputs[j]->count(); ++k, ++index) {
+        if (i == 0) {
+          scores.push_back(values[k]);
+          score_output_ids.push_back(static_cast<int>(j));
+        } else {
+          scores[index] += values[k];
+        }
+      }
+    }
+  }
+  if (requested_early_exit_) {
+    LOG(INFO) << "Test interrupted.";
+    return;
+  }
+  if (param_.test_compute_loss() && test_iter > 0) {
+    loss /= test_iter;
+    LOG(INFO) << "Test loss: " << loss;
+  }
+  last_test_scores_.assign(scores.size(), 0);
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    const int blob_index = test_net->output_blob_indices()[score_output_ids[i]];
+    const std::string& name = test_net->blob_names()[blob_index];
+    const Dtype loss_weight = test_net->blob_loss_weights()[blob_index];
+    const Dtype mean_score = scores[i] / test_iter;
+    last_test_scores_[i] = mean_score;
+    std::ostringstream loss_message;
+    if (loss_weight) {
+      loss_message << " (* " << loss_weight << " = " << loss_weight * mean_score << " loss)";
+    }
+    LOG(INFO) << "    Test net output #" << i << ": " << name << " = " << mean_score
+              << loss_message.str();
+  }
+}
+
+template <typename Dtype>
+std::string Solver<Dtype>::SnapshotFilename(const std::string& extension) const {
+  return param_.snapshot_prefix() + "_iter_" + std::to_string(iter_) + extension;
+}
+
+template <typename Dtype>
+void Solver<Dtype>::Snapshot() {
+  // Weights first, then the state that names them: a failure in between leaves the
+  // previous .solverstate pointing at the previous, intact weights.
+  const std::string model_filename = SnapshotFilename(".caffemodel");
+  LOG(INFO) << "Snapshotting to binary proto file " << model_filename;
+  NetParameter net_param;
+  net_->ToProto(&net_param, param_.snapshot_diff());
+  WriteProtoToBinaryFile(net_param, model_filename);
+
+  SolverState state;
+  state.set_iter(iter_);
+  state.set_learned_net(model_filename);
+  state.set_current_step(current_step_);
+  SnapshotSolverState(&state);
+  const std::string state_filename = SnapshotFilename(".solverstate");
+  LOG(INFO) << "Snapshotting solver state to binary proto file " << state_filename;
+  WriteProtoToBinaryFile(state, state_filename);
+}
+
+template <typename Dtype>
+void Solver<Dtype>::Restore(const std::string& state_file) {
+  SolverState state;
+  ReadProtoFromBinaryFile(state_file, &state);
+  DOPPIO_ENSURE(state.has_learned_net() && state.has_iter())
+      << state_file
+      << ": not a .solverstate (it has no iter or learned_net); to start from trained weights "
+         "use --weights";
+  DOPPIO_ENSURE(state.iter() >= 0) << state_file << ": negative iter " << state.iter();
+  // learned_net is the path the weights were written to; when the snapshot has moved, look
+  // for the file next to the .solverstate.
+  std::string weights_file = state.learned_net();
+  if (!std::filesystem::exists(weights_file)) {
+    std::filesystem::path beside = std::filesystem::path(state_file).parent_path() /
+                                   std::filesystem::path(weights_file).filename();
+    DOPPIO_ENSURE(std::filesystem::exists(beside))
+        << state_file << ": its weights file '" << weights_file << "' does not exist (nor does '"
+        << beside.string() << "')";
+    weights_file = beside.string();
+  }
+  NetParameter weights;
+  ReadProtoFromBinaryFile(weights_file, &weights);
+  CheckWeightsMatchNet(*net_, weights, weights_file + " (learned_net of " + state_file + ")");
+  CheckSolverState(state, state_file);
+  net_->CopyTrainedLayersFrom(weights);
+  iter_ = state.iter();
+  current_step_ = state.current_step();
+  RestoreSolverState(state);
+  LOG(INFO) << "Restored solver state at iteration " << iter_ << " from " << state_file;
+}
+
+DOPPIO_INSTANTIATE_CLASS(Solver);
+
+}  // namespace doppio

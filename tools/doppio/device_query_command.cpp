@@ -1,0 +1,86 @@
+// doppio device_query: describes the compute devices this build can use.
+#include <glog/logging.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "command.hpp"
+#include "common_flags.hpp"
+
+#ifdef DOPPIO_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace doppio {
+namespace {
+
+std::string CpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+#ifdef DOPPIO_WITH_CUDA
+void QueryGpu(int device) {
+  cudaDeviceProp prop;
+  const cudaError_t status = cudaGetDeviceProperties(&prop, device);
+  DOPPIO_ENSURE(status == cudaSuccess)
+      << "device_query: GPU " << device << ": " << cudaGetErrorString(status);
+  LOG(INFO) << "Device id:                     " << device;
+  LOG(INFO) << "Major revision number:         " << prop.major;
+  LOG(INFO) << "Minor revision number:         " << prop.minor;
+  LOG(INFO) << "Name:                          " << prop.name;
+  LOG(INFO) << "Total global memory:           " << prop.totalGlobalMem;
+  LOG(INFO) << "Total shared memory per block: " << prop.sharedMemPerBlock;
+  LOG(INFO) << "Total registers per block:     " << prop.regsPerBlock;
+  LOG(INFO) << "Warp size:                     " << prop.warpSize;
+  LOG(INFO) << "Maximum memory pitch:          " << prop.memPitch;
+  LOG(INFO) << "Maximum threads per block:     " << prop.maxThreadsPerBlock;
+  LOG(INFO) << "Maximum dimension of block:    " << prop.maxThreadsDim[0] << ", "
+            << prop.maxThreadsDim[1] << ", " << prop.maxThreadsDim[2];
+  LOG(INFO) << "Maximum dimension of grid:     " << prop.maxGridSize[0] << ", "
+            << prop.maxGridSize[1] << ", " << prop.maxGridSize[2];
+  LOG(INFO) << "Clock rate:                    " << prop.clockRate;
+  LOG(INFO) << "Total constant memory:         " << prop.totalConstMem;
+  LOG(INFO) << "Texture alignment:             " << prop.textureAlignment;
+  LOG(INFO) << "Concurrent copy and execution: " << (prop.deviceOverlap ? "Yes" : "No");
+  LOG(INFO) << "Number of multiprocessors:     " << prop.multiProcessorCount;
+  LOG(INFO) << "Kernel execution timeout:      " << (prop.kernelExecTimeoutEnabled ? "Yes" : "No");
+}
+#endif
+
+int DeviceQuery() {
+  LOG(INFO) << "CPU: " << CpuModelName() << ", " << std::thread::hardware_concurrency()
+            << " logical cores";
+  std::vector<int> gpus = GpusFromFlag();  // Error for --gpu in a build without GPU support
+#ifdef DOPPIO_WITH_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  if (gpus.empty() || gpus[0] == -1) {
+    gpus.clear();
+    for (int i = 0; i < count; ++i) gpus.push_back(i);
+  }
+  if (gpus.empty()) LOG(INFO) << "No CUDA GPU found: doppio runs on the CPU";
+  for (int device : gpus) {
+    DOPPIO_ENSURE(device < count) << "device_query: there is no GPU " << device << " (" << count
+                                  << " found)";
+    QueryGpu(device);
+  }
+#else
+  LOG(INFO) << "This doppio was built without GPU support (DOPPIO_CUDA=OFF): it runs on the CPU";
+#endif
+  return 0;
+}
+
+}  // namespace
+}  // namespace doppio
+
+DOPPIO_REGISTER_COMMAND(device_query, "show the CPU and the GPUs doppio can use",
+                        doppio::DeviceQuery);
