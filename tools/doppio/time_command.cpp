@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
 
 #include "command.hpp"
 #include "common_flags.hpp"
 #include "doppio/core/net.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/synthetic_inputs.hpp"
 #include "doppio/util/timer.hpp"
 
 DEFINE_int32(threads, 1, "time: CPU threads for the BLAS kernels.");
@@ -22,66 +22,12 @@ DEFINE_string(input_shape, "",
 namespace doppio {
 namespace {
 
-const std::set<std::string>& DataLayerTypes() {
-  static const std::set<std::string> types = {"Data", "ImageData", "HDF5Data", "WindowData",
-                                              "MemoryData"};
-  return types;
-}
-
-std::vector<int> ImageShape(const LayerParameter& layer) {
-  if (!FLAGS_input_shape.empty()) {
-    std::vector<int> shape;
-    for (const auto& part : SplitCommaList(FLAGS_input_shape)) shape.push_back(std::stoi(part));
-    DOPPIO_ENSURE(shape.size() == 3)
-        << "--input_shape needs C,H,W, got '" << FLAGS_input_shape << "'";
-    return shape;
-  }
-  const int crop = layer.transform_param().crop_size();
-  DOPPIO_ENSURE(crop > 0) << "layer '" << layer.name() << "' (" << layer.type()
-                          << "): cannot tell the image size it produces; pass --input_shape=C,H,W";
-  return {3, crop, crop};
-}
-
-int BatchSize(const LayerParameter& layer) {
-  if (FLAGS_batch > 0) return FLAGS_batch;
-  if (layer.has_data_param()) return layer.data_param().batch_size();
-  if (layer.has_image_data_param()) return layer.image_data_param().batch_size();
-  if (layer.has_hdf5_data_param()) return layer.hdf5_data_param().batch_size();
-  return 1;
-}
-
-// Data layers read files that timing does not need: they become constant DummyData of the
-// same shape (images, then labels).
-NetParameter WithSyntheticInputs(const NetParameter& param) {
-  NetParameter result = param;
-  for (auto& layer : *result.mutable_layer()) {
-    if (DataLayerTypes().count(layer.type())) {
-      const int batch = BatchSize(layer);
-      const std::vector<int> image = ImageShape(layer);
-      LayerParameter dummy;
-      dummy.set_name(layer.name());
-      dummy.set_type("DummyData");
-      *dummy.mutable_top() = layer.top();
-      *dummy.mutable_include() = layer.include();
-      *dummy.mutable_exclude() = layer.exclude();
-      for (int t = 0; t < layer.top_size(); ++t) {
-        BlobShape* shape = dummy.mutable_dummy_data_param()->add_shape();
-        shape->add_dim(batch);
-        if (t == 0) {
-          for (int d : image) shape->add_dim(d);
-        }
-        FillerParameter* filler = dummy.mutable_dummy_data_param()->add_data_filler();
-        filler->set_type("constant");
-        filler->set_value(t == 0 ? 0.5f : 0.f);
-      }
-      layer = dummy;
-    } else if (layer.type() == "Input" && FLAGS_batch > 0) {
-      for (auto& shape : *layer.mutable_input_param()->mutable_shape()) {
-        if (shape.dim_size() > 0) shape.set_dim(0, FLAGS_batch);
-      }
-    }
-  }
-  return result;
+std::vector<int> ImageShapeFlag() {
+  std::vector<int> shape;
+  for (const auto& part : SplitCommaList(FLAGS_input_shape)) shape.push_back(std::stoi(part));
+  DOPPIO_ENSURE(shape.empty() || shape.size() == 3)
+      << "--input_shape needs C,H,W, got '" << FLAGS_input_shape << "'";
+  return shape;
 }
 
 int TimeCommand() {
@@ -93,7 +39,7 @@ int TimeCommand() {
   param.mutable_state()->set_phase(PhaseFromFlag(TRAIN));
   param.mutable_state()->set_level(FLAGS_level);
   for (const auto& stage : StagesFromFlag()) param.mutable_state()->add_stage(stage);
-  param = WithSyntheticInputs(param);
+  param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFlag());
   Net<float> net(param);
 
   LOG(INFO) << "Performing Forward";
