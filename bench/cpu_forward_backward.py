@@ -291,7 +291,8 @@ def time_doppio(doppio, net, batch, threads, iterations, timeout):
     or raises RuntimeError with the tail of its output."""
     model = os.path.join("models", net, "train_val.prototxt")
     cmd = [doppio, "time", "--model=" + model, "--iterations=%d" % iterations,
-           "--phase=TRAIN", "--threads=%d" % threads, "--batch=%d" % batch]
+           "--phase=TRAIN", "--threads=%d" % threads, "--batch=%d" % batch,
+           "--input_shape=%s" % ",".join(str(d) for d in NETS[net]["shape"])]
     env = dict(os.environ)
     # in case the BLAS or OpenMP runtime sizes its pool before --threads is applied
     env.setdefault("OMP_NUM_THREADS", str(threads))

@@ -17,8 +17,7 @@ struct Command {
 std::map<std::string, Command>& CommandTable();
 
 struct CommandRegisterer {
-  CommandRegisterer(const std::string& name, const std::string& summary,
-                    std::function<int()> run) {
+  CommandRegisterer(const std::string& name, const std::string& summary, std::function<int()> run) {
     CommandTable()[name] = Command{summary, std::move(run)};
   }
 };

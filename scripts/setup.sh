@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian package Doppio needs that is missing, then configures and builds
+# into build/ (Ninja, ccache). Extra arguments go to cmake, e.g. -DDOPPIO_CUDA=OFF.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev liblmdb-dev
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev
+)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends \
+    "${missing[@]}"
+else
+  echo "setup: all Debian packages present"
+fi
+
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+jobs="${DOPPIO_JOBS:-$(nproc)}"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+cmake --build build -j "$jobs"
+echo "setup: built build/tools/doppio and the tests"

@@ -1,0 +1,68 @@
+#include "doppio/util/synthetic_inputs.hpp"
+
+#include <set>
+#include <string>
+
+namespace doppio {
+
+namespace {
+
+bool ReadsData(const LayerParameter& layer) {
+  static const std::set<std::string> types = {"Data", "ImageData", "HDF5Data", "WindowData",
+                                              "MemoryData"};
+  return types.count(layer.type()) > 0;
+}
+
+int BatchSize(const LayerParameter& layer, int batch) {
+  if (batch > 0) return batch;
+  if (layer.has_data_param()) return layer.data_param().batch_size();
+  if (layer.has_image_data_param()) return layer.image_data_param().batch_size();
+  if (layer.has_hdf5_data_param()) return layer.hdf5_data_param().batch_size();
+  return 1;
+}
+
+std::vector<int> ImageShape(const LayerParameter& layer, const std::vector<int>& image_shape) {
+  if (!image_shape.empty()) return image_shape;
+  const int crop = layer.transform_param().crop_size();
+  DOPPIO_ENSURE(crop > 0) << "layer '" << layer.name() << "' (" << layer.type()
+                          << "): cannot tell the image size it produces; give C,H,W";
+  return {3, crop, crop};
+}
+
+}  // namespace
+
+NetParameter WithSyntheticInputs(const NetParameter& param, int batch,
+                                 const std::vector<int>& image_shape) {
+  NetParameter result = param;
+  for (auto& layer : *result.mutable_layer()) {
+    if (ReadsData(layer)) {
+      const int n = BatchSize(layer, batch);
+      const std::vector<int> image = ImageShape(layer, image_shape);
+      LayerParameter dummy;
+      dummy.set_name(layer.name());
+      dummy.set_type("DummyData");
+      *dummy.mutable_top() = layer.top();
+      *dummy.mutable_include() = layer.include();
+      *dummy.mutable_exclude() = layer.exclude();
+      for (int t = 0; t < layer.top_size(); ++t) {
+        BlobShape* shape = dummy.mutable_dummy_data_param()->add_shape();
+        shape->add_dim(n);
+        if (t == 0) {
+          for (int d : image) shape->add_dim(d);
+        }
+        // Constant fillers fill once at set-up, so Forward costs nothing; labels are class 0.
+        FillerParameter* filler = dummy.mutable_dummy_data_param()->add_data_filler();
+        filler->set_type("constant");
+        filler->set_value(t == 0 ? 0.5f : 0.f);
+      }
+      layer = dummy;
+    } else if (layer.type() == "Input" && batch > 0) {
+      for (auto& shape : *layer.mutable_input_param()->mutable_shape()) {
+        if (shape.dim_size() > 0) shape.set_dim(0, batch);
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace doppio
