@@ -60,10 +60,14 @@ void DummyDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top
     for (std::size_t d = 0; d < dims.size(); ++d) {
       DOPPIO_ENSURE(dims[d] > 0 && dims[d] <= INT_MAX)
           << who << ": dummy_data_param." << field << " for top " << t << " has dimension " << d
-          << " = " << dims[d] << "; dimensions must be positive";
+          << " = " << dims[d] << "; dimensions must be in [1, " << INT_MAX << "]";
       int_dims.push_back(static_cast<int>(dims[d]));
     }
-    top[t]->Reshape(int_dims);
+    try {
+      top[t]->Reshape(int_dims);
+    } catch (const Error& e) {  // e.g. a count beyond INT_MAX
+      DOPPIO_FAIL() << this->Describe() << ", top " << t << ": " << e.what();
+    }
   }
 
   fillers_.clear();

@@ -22,10 +22,14 @@ void InputLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     for (int d = 0; d < shape.dim_size(); ++d) {
       DOPPIO_ENSURE(shape.dim(d) > 0 && shape.dim(d) <= INT_MAX)
           << this->Describe() << ": input_param.shape[" << s << "] dimension " << d << " is "
-          << shape.dim(d) << "; dimensions must be positive";
+          << shape.dim(d) << "; dimensions must be in [1, " << INT_MAX << "]";
       dims.push_back(static_cast<int>(shape.dim(d)));
     }
-    top[t]->Reshape(dims);
+    try {
+      top[t]->Reshape(dims);
+    } catch (const Error& e) {  // e.g. a count beyond INT_MAX
+      DOPPIO_FAIL() << this->Describe() << ", top " << t << ": " << e.what();
+    }
   }
 }
 
