@@ -45,6 +45,13 @@ NetParameter UpgradeLegacyInputs(const NetParameter& param) {
   for (const auto& layer : param.layer()) *result.add_layer() = layer;
   return result;
 }
+// Makes sure an error says which layer, even when shared code (Blob, fillers) raised it.
+[[noreturn]] void RethrowNamingLayer(const Error& error, const LayerParameter& layer) {
+  const std::string what = error.what();
+  if (what.find("'" + layer.name() + "'") != std::string::npos) throw error;
+  DOPPIO_FAIL() << "layer '" << layer.name() << "' (" << layer.type() << "): " << what;
+}
+
 }  // namespace
 
 template <typename Dtype>
@@ -121,7 +128,11 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
                   layer_param.propagate_down_size() == layer_param.bottom_size())
         << "layer '" << layer_param.name() << "' has " << layer_param.propagate_down_size()
         << " propagate_down values for " << layer_param.bottom_size() << " bottoms";
-    layers_.push_back(LayerRegistry<Dtype>::CreateLayer(layer_param));
+    try {
+      layers_.push_back(LayerRegistry<Dtype>::CreateLayer(layer_param));
+    } catch (const Error& error) {
+      RethrowNamingLayer(error, layer_param);
+    }
     Layer<Dtype>* layer = layers_.back().get();
     layer->set_seed(DeriveSeed(seed_, layer_id));
     layer_names_.push_back(layer_param.name());
@@ -147,10 +158,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     try {
       layer->SetUp(bottom_vecs_[layer_id], top_vecs_[layer_id]);
     } catch (const Error& error) {
-      const std::string what = error.what();
-      // Make sure the message says which layer, even for errors raised by shared code.
-      if (what.find("'" + layer_param.name() + "'") != std::string::npos) throw;
-      DOPPIO_FAIL() << layer->Describe() << ": " << what;
+      RethrowNamingLayer(error, layer_param);
     }
     for (std::size_t top_id = 0; top_id < top_vecs_[layer_id].size(); ++top_id) {
       const int blob_id = top_id_vecs_[layer_id][top_id];

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <vector>
+
+#include "doppio/layers/neuron_layer.hpp"
+
+namespace doppio {
+
+// Binomial normal log likelihood: y = log(1 + exp(x)), computed without overflow.
+template <typename Dtype>
+class BNLLLayer : public NeuronLayer<Dtype> {
+ public:
+  using BlobVec = typename Layer<Dtype>::BlobVec;
+
+  explicit BNLLLayer(const LayerParameter& param) : NeuronLayer<Dtype>(param) {}
+
+  const char* type() const override { return "BNLL"; }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+};
+
+}  // namespace doppio

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <vector>
+
+#include "doppio/layers/neuron_layer.hpp"
+
+namespace doppio {
+
+// In TRAIN, zeroes each unit with probability dropout_ratio, drawing the mask from the
+// layer's own rng(). With scale_train (the default) kept units are scaled by 1/(1 - ratio)
+// in TRAIN and TEST is the identity; without it TRAIN keeps units unscaled and TEST scales
+// everything by (1 - ratio). Either way the expected output is the same in both phases.
+template <typename Dtype>
+class DropoutLayer : public NeuronLayer<Dtype> {
+ public:
+  using BlobVec = typename Layer<Dtype>::BlobVec;
+
+  explicit DropoutLayer(const LayerParameter& param) : NeuronLayer<Dtype>(param) {}
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+  const char* type() const override { return "Dropout"; }
+
+  // The mask of the last TRAIN Forward: 1 for a kept unit, 0 for a dropped one.
+  const std::vector<unsigned int>& mask() const { return mask_; }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  Dtype ratio_ = 0.5;
+  bool scale_train_ = true;
+  // Factor on kept units in TRAIN, and on every unit in TEST.
+  Dtype train_scale_ = 1;
+  Dtype test_scale_ = 1;
+  std::vector<unsigned int> mask_;
+};
+
+}  // namespace doppio

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <vector>
+
+#include "doppio/core/layer.hpp"
+
+namespace doppio {
+
+// Combines bottoms of identical shape element by element: PROD, SUM (weighted by coeff) or
+// MAX (remembering which bottom won, for the backward pass).
+template <typename Dtype>
+class EltwiseLayer : public Layer<Dtype> {
+ public:
+  using BlobVec = typename Layer<Dtype>::BlobVec;
+
+  explicit EltwiseLayer(const LayerParameter& param) : Layer<Dtype>(param) {}
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  const char* type() const override { return "Eltwise"; }
+  int MinBottomBlobs() const override { return 2; }
+  int ExactNumTopBlobs() const override { return 1; }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  EltwiseParameter::EltwiseOp op_ = EltwiseParameter::SUM;
+  std::vector<Dtype> coeffs_;
+  bool stable_prod_grad_ = true;
+  // MAX: index of the bottom that supplied each top element.
+  std::vector<int> max_idx_;
+};
+
+}  // namespace doppio

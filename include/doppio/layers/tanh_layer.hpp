@@ -1,0 +1,25 @@
+#pragma once
+
+#include <vector>
+
+#include "doppio/layers/neuron_layer.hpp"
+
+namespace doppio {
+
+// y = tanh(x).
+template <typename Dtype>
+class TanHLayer : public NeuronLayer<Dtype> {
+ public:
+  using BlobVec = typename Layer<Dtype>::BlobVec;
+
+  explicit TanHLayer(const LayerParameter& param) : NeuronLayer<Dtype>(param) {}
+
+  const char* type() const override { return "TanH"; }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+};
+
+}  // namespace doppio
