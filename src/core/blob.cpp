@@ -226,9 +226,13 @@ template <typename Dtype>
 bool Blob<Dtype>::ShapeEquals(const BlobProto& other) const {
   std::vector<int> other_shape = BlobProtoShape(other);
   if (!other.has_shape() && other_shape.size() == 4 && num_axes() <= 4) {
-    // Legacy protos pad with leading 1s; compare as Caffe does.
-    return num() == other_shape[0] && channels() == other_shape[1] && height() == other_shape[2] &&
-           width() == other_shape[3];
+    // Legacy protos pad with leading 1s: compare right-aligned, as Caffe does (a 2-d
+    // InnerProduct weight M x K is stored as 1 x 1 x M x K in V1 models).
+    for (int i = 0; i < 4; ++i) {
+      const int axis = num_axes() - 4 + i;
+      if ((axis < 0 ? 1 : shape_[axis]) != other_shape[i]) return false;
+    }
+    return true;
   }
   return shape_ == other_shape;
 }
