@@ -72,8 +72,9 @@ void SGDSolver<Dtype>::Normalize(int param_id) {
 template <typename Dtype>
 void SGDSolver<Dtype>::Regularize(int param_id) {
   auto* blob = this->net_->learnable_params()[param_id];
-  const Dtype local_decay =
-      this->param_.weight_decay() * this->net_->params_weight_decay()[param_id];
+  // In Dtype, as Caffe computes it.
+  const Dtype weight_decay = this->param_.weight_decay();
+  const Dtype local_decay = weight_decay * this->net_->params_weight_decay()[param_id];
   if (local_decay == 0) return;
   const int count = blob->count();
   if (this->param_.regularization_type() == "L2") {

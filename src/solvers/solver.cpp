@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iomanip>
 #include <random>
 #include <set>
 #include <sstream>
@@ -166,7 +167,7 @@ void Solver<Dtype>::InitTestNets() {
         << param_.test_state_size() << " test_state entries)";
   }
   if (num_instances > 0 && param_.test_interval() == 0) {
-    LOG(WARNING) << "test_interval is 0: the test nets run only after training";
+    LOG(WARNING) << "test_interval is 0: the " << num_instances << " test net(s) will not run";
   }
   std::vector<std::string> sources(num_instances);
   std::vector<NetParameter> net_params(num_instances);
@@ -313,8 +314,8 @@ void Solver<Dtype>::DisplayProgress(int stop_iter) {
       }
     }
     std::ostringstream line;
-    line.precision(4);
-    line << "Iteration " << iter_ << " (" << iters_per_second << " iter/s, "
+    line << std::fixed << std::setprecision(iters_per_second < 10 ? 3 : 1);
+    line << "Iteration " << iter_ << " (" << iters_per_second << " iter/s, " << std::setprecision(1)
          << iters_per_second * batch * param_.iter_size() << " images/s, ETA "
          << FormatDuration((stop_iter - iter_) / iters_per_second) << ")";
     LOG(INFO) << line.str();

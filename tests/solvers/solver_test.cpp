@@ -75,7 +75,7 @@ TYPED_TEST(SolverTest, BadParametersAreErrorsNamingTheField) {
       {"type: 'RMSProp' momentum: 0.9", "momentum"},
       {"type: 'RMSProp' rms_decay: 1.5", "rms_decay"},
       {"lr_policy: 'step'", "stepsize"},
-      {"test_iter: 5 test_iter: 5 test_net_param { name: 'x' }", "test_iter"},
+      {"test_iter: 1 test_net_param { name: 'a' } test_net_param { name: 'b' }", "test_iter"},
       {"test_state { stage: 'a' }", "test_state"},
   };
   for (const auto& entry : cases) {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "doppio/solvers/solver_registry.hpp"
 #include "test_util.hpp"
@@ -37,10 +38,12 @@ inline std::string LeastSquaresNet(int hidden = 5, const std::string& name = "ls
 
 // A solver over LeastSquaresNet; `extra` adds or overrides SolverParameter fields.
 inline SolverParameter LeastSquaresSolver(const std::string& extra, int hidden = 5) {
-  return ParseText<SolverParameter>(
+  SolverParameter param = ParseText<SolverParameter>(
       "base_lr: 0.05 lr_policy: 'fixed' max_iter: 10 display: 0 random_seed: 3 "
-      "snapshot_after_train: false " +
-      extra + " net_param { " + LeastSquaresNet(hidden) + " }");
+      "snapshot_after_train: false net_param { " +
+      LeastSquaresNet(hidden) + " }");
+  param.MergeFrom(ParseText<SolverParameter>(extra));
+  return param;
 }
 
 // Fills x and y from the iteration number alone. nan_at makes that iteration's targets NaN.
@@ -89,17 +92,17 @@ inline void WriteFile(const std::string& path, const std::string& contents) {
 }
 
 // Runs `statement`, expecting an Error whose message contains every one of `parts`.
-#define EXPECT_ERROR_WITH(statement, ...)                                  \
-  do {                                                                     \
-    try {                                                                  \
-      statement;                                                           \
-      ADD_FAILURE() << "no Error from " #statement;                        \
-    } catch (const ::doppio::Error& error) {                               \
-      for (const std::string part : {__VA_ARGS__}) {                       \
-        EXPECT_NE(std::string(error.what()).find(part), std::string::npos) \
-            << "message lacks '" << part << "': " << error.what();         \
-      }                                                                    \
-    }                                                                      \
+#define EXPECT_ERROR_WITH(statement, ...)                                     \
+  do {                                                                        \
+    try {                                                                     \
+      statement;                                                              \
+      ADD_FAILURE() << "no Error from " #statement;                           \
+    } catch (const ::doppio::Error& error) {                                  \
+      for (const std::string& part : std::vector<std::string>{__VA_ARGS__}) { \
+        EXPECT_NE(std::string(error.what()).find(part), std::string::npos)    \
+            << "message lacks '" << part << "': " << error.what();            \
+      }                                                                       \
+    }                                                                         \
   } while (0)
 
 }  // namespace solver_test
