@@ -1,0 +1,358 @@
+// `doppio train`, `doppio test` and `doppio device_query` run as the user runs them: the
+// built binary in a child process. Covers logs, snapshots, resuming, fine-tuning, signals
+// and every bad input of the training command.
+#include <gtest/gtest.h>
+
+#include <google/protobuf/text_format.h>
+
+#include <regex>
+
+#include "cli_test_util.hpp"
+#include "doppio/core/common.hpp"
+#include "doppio/util/io.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+using namespace cli_test;
+namespace fs = std::filesystem;
+
+const char* kNet = R"(
+name: "cli"
+layer { name: "data" type: "DummyData" top: "x" top: "y"
+        dummy_data_param { shape { dim: 8 dim: 3 } shape { dim: 8 dim: 1 }
+                           data_filler { type: "gaussian" std: 1 } } }
+layer { name: "ip1" type: "InnerProduct" bottom: "x" top: "h"
+        inner_product_param { num_output: 6 weight_filler { type: "gaussian" std: 0.5 } } }
+layer { name: "relu" type: "ReLU" bottom: "h" top: "h" }
+layer { name: "ip2" type: "InnerProduct" bottom: "h" top: "out"
+        inner_product_param { num_output: 1 weight_filler { type: "gaussian" std: 0.5 } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "out" bottom: "y" top: "loss" }
+)";
+
+class TrainCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(DoppioBinary()))
+        << DoppioBinary() << " is missing: build the doppio_cli target first";
+    fs::create_directory(Path("snap"));
+    WriteText(Path("net.prototxt"), kNet);
+  }
+  std::string Path(const std::string& name) const { return dir_.path() + "/" + name; }
+  // A solver file; the fields in `extra` override the defaults.
+  std::string Solver(const std::string& extra = "", const std::string& name = "solver.prototxt",
+                     bool with_prefix = true) {
+    SolverParameter param = ParseText<SolverParameter>(
+        "base_lr: 0.01 momentum: 0.9 max_iter: 20 display: 5 random_seed: 1 solver_mode: CPU "
+        "lr_policy: 'fixed'");
+    param.set_net(Path("net.prototxt"));
+    if (with_prefix) param.set_snapshot_prefix(Path("snap/cli"));
+    param.MergeFrom(ParseText<SolverParameter>(extra));
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(param, &text);
+    WriteText(Path(name), text);
+    return Path(name);
+  }
+  Result Train(const std::vector<std::string>& flags,
+               const std::map<std::string, std::string>& env = {}) {
+    std::vector<std::string> args = {"train"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return RunDoppio(args, Path("log.txt"), env);
+  }
+  bool Exists(const std::string& name) const { return fs::exists(Path(name)); }
+  std::vector<std::string> SnapshotFiles() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(Path("snap"))) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  TempDir dir_;
+};
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE((text).find(part), std::string::npos) << "no '" << (part) << "' in:\n" << (text)
+
+TEST_F(TrainCommandTest, TrainsSnapshotsAndLogsInCaffesForm) {
+  const auto result = Train({"--solver=" + Solver("snapshot: 10 test_iter: 2 test_interval: 10")});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(SnapshotFiles(),
+            (std::vector<std::string>{"cli_iter_10.caffemodel", "cli_iter_10.solverstate",
+                                      "cli_iter_20.caffemodel", "cli_iter_20.solverstate"}));
+  const std::string& log = result.output;
+  EXPECT_CONTAINS(log, "Iteration 10, Testing net (#0)");
+  EXPECT_CONTAINS(log, "    Test net output #0: loss = ");
+  EXPECT_CONTAINS(log, "Snapshotting to binary proto file " + Path("snap/cli_iter_10.caffemodel"));
+  EXPECT_CONTAINS(log, "Optimization Done.");
+  // The expressions of Caffe's tools/extra/parse_log.py find what they look for.
+  const std::regex loss_line(R"(Iteration (\d+), loss = ([\.\deE+-]+))");
+  const std::regex lr_line(R"(Iteration (\d+), lr = ([-+]?[0-9]*\.?[0-9]+([eE]?[-+]?[0-9]+)?))");
+  const std::regex train_output(R"(Train net output #(\d+): (\S+) = ([\.\deE+-]+))");
+  const std::regex test_output(R"(Test net output #(\d+): (\S+) = ([\.\deE+-]+))");
+  const std::regex rate_line(
+      R"(Iteration (\d+) \(([\d.]+) iter/s, ([\d.]+) images/s, ETA \d+:\d\d:\d\d\))");
+  std::vector<int> loss_iterations;
+  for (std::sregex_iterator it(log.begin(), log.end(), loss_line), end; it != end; ++it) {
+    loss_iterations.push_back(std::stoi((*it)[1]));
+  }
+  EXPECT_EQ(loss_iterations, (std::vector<int>{0, 5, 10, 15, 20}));
+  EXPECT_TRUE(std::regex_search(log, lr_line));
+  EXPECT_TRUE(std::regex_search(log, train_output));
+  EXPECT_TRUE(std::regex_search(log, test_output));
+  std::smatch rate;
+  ASSERT_TRUE(std::regex_search(log, rate, rate_line)) << log;
+  // images/s = iter/s x batch (8).
+  EXPECT_NEAR(std::stod(rate[3]), 8 * std::stod(rate[2]), 0.1 + 0.01 * std::stod(rate[3]));
+  // Caffe's parse_log.sh takes the 9th whitespace-separated field of ", loss = " lines.
+  const std::regex any_loss_line(R"([^\n]*, loss = [^\n]*)");
+  for (std::sregex_iterator it(log.begin(), log.end(), any_loss_line), end; it != end; ++it) {
+    std::istringstream fields(it->str());
+    std::string field;
+    for (int i = 0; i < 9; ++i) fields >> field;
+    EXPECT_NO_THROW(std::stod(field)) << it->str();
+  }
+}
+
+TEST_F(TrainCommandTest, ResumesFromASnapshot) {
+  const std::string solver = Solver("snapshot: 10");
+  ASSERT_EQ(Train({"--solver=" + solver}).exit_code, 0);
+  const std::string final_weights = ReadText(Path("snap/cli_iter_20.caffemodel"));
+  fs::remove(Path("snap/cli_iter_20.caffemodel"));
+  fs::remove(Path("snap/cli_iter_20.solverstate"));
+  const auto result =
+      Train({"--solver=" + solver, "--snapshot=" + Path("snap/cli_iter_10.solverstate")});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, "Resuming from " + Path("snap/cli_iter_10.solverstate"));
+  EXPECT_EQ(result.output.find("Iteration 5, loss"), std::string::npos);
+  EXPECT_CONTAINS(result.output, "Iteration 15, loss");
+  // DummyData draws differ after a resume, so only the files are compared for existence.
+  EXPECT_TRUE(Exists("snap/cli_iter_20.caffemodel"));
+  EXPECT_FALSE(final_weights.empty());
+}
+
+TEST_F(TrainCommandTest, FineTunesFromWeightsAndOverridesIterations) {
+  const std::string solver = Solver();
+  ASSERT_EQ(Train({"--solver=" + solver}).exit_code, 0);
+  const std::string weights = Path("snap/cli_iter_20.caffemodel");
+  fs::rename(weights, Path("trained.caffemodel"));
+  const auto result =
+      Train({"--solver=" + solver, "--weights=" + Path("trained.caffemodel"), "--iterations=3"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, "Copied weights of 2 of 2 layers");
+  EXPECT_TRUE(Exists("snap/cli_iter_3.caffemodel"));
+  EXPECT_FALSE(Exists("snap/cli_iter_20.caffemodel"));
+}
+
+TEST_F(TrainCommandTest, SnapshotPrefixDefaultsToTheSolverFile) {
+  const auto result = Train({"--solver=" + Solver("max_iter: 2", "my_solver.prototxt", false)});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(Exists("my_solver_iter_2.caffemodel"));
+  EXPECT_TRUE(Exists("my_solver_iter_2.solverstate"));
+}
+
+// A long run that only signals end.
+std::string LongRun() { return "max_iter: 100000000\ndisplay: 0\nsnapshot_after_train: false"; }
+
+TEST_F(TrainCommandTest, SigintWithSnapshotEffectWritesASnapshotAndGoesOn) {
+  Child child({"train", "--solver=" + Solver(LongRun()), "--sigint_effect=snapshot",
+               "--sighup_effect=stop"},
+              Path("log.txt"));
+  ASSERT_TRUE(child.WaitUntil([&] {
+    return child.Log().find("Starting Optimization") != std::string::npos;
+  })) << child.Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  child.Signal(SIGINT);
+  ASSERT_TRUE(child.WaitUntil([&] {
+    for (const auto& name : SnapshotFiles()) {
+      if (name.find(".solverstate") != std::string::npos) return true;
+    }
+    return false;
+  })) << child.Log();
+  // Still training after the snapshot; SIGHUP (effect stop) ends it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  child.Signal(SIGHUP);
+  EXPECT_EQ(child.Wait(), 0) << child.Log();
+  const std::string log = child.Log();
+  EXPECT_CONTAINS(log, "Snapshotting solver state to binary proto file");
+  EXPECT_CONTAINS(log, "Optimization stopped early.");
+  const auto files = SnapshotFiles();
+  ASSERT_EQ(files.size(), 2u);
+  // The snapshot is a real one: it restores.
+  SolverState state;
+  ReadProtoFromBinaryFile(Path("snap/" + files[1]), &state);
+  EXPECT_GT(state.iter(), 0);
+  EXPECT_EQ(files[0], "cli_iter_" + std::to_string(state.iter()) + ".caffemodel");
+  const auto resumed = Train({"--solver=" + Solver("max_iter: " + std::to_string(state.iter() + 2)),
+                              "--snapshot=" + Path("snap/" + files[1])});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+}
+
+TEST_F(TrainCommandTest, SigintAndSigtermStopWithASnapshotByDefault) {
+  for (int signal_number : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    for (const auto& name : SnapshotFiles()) fs::remove(Path("snap/" + name));
+    Child child(
+        {"train",
+         "--solver=" + Solver("max_iter: 100000000\ndisplay: 0\nsnapshot_after_train: true")},
+        Path("log.txt"));
+    ASSERT_TRUE(child.WaitUntil([&] {
+      return child.Log().find("Starting Optimization") != std::string::npos;
+    })) << child.Log();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    child.Signal(signal_number);
+    EXPECT_EQ(child.Wait(), 0) << child.Log();
+    EXPECT_CONTAINS(child.Log(), "Optimization stopped early.");
+    EXPECT_EQ(SnapshotFiles().size(), 2u);
+  }
+}
+
+TEST_F(TrainCommandTest, SigintWithEffectNoneIsIgnored) {
+  Child child({"train", "--solver=" + Solver("max_iter: 3000\ndisplay: 0"), "--sigint_effect=none"},
+              Path("log.txt"));
+  ASSERT_TRUE(child.WaitUntil(
+      [&] { return child.Log().find("Starting Optimization") != std::string::npos; }));
+  child.Signal(SIGINT);
+  EXPECT_EQ(child.Wait(), 0) << child.Log();
+  EXPECT_CONTAINS(child.Log(), "Optimization Done.");
+  EXPECT_TRUE(Exists("snap/cli_iter_3000.caffemodel"));
+}
+
+// Every bad input: a non-zero exit and a message naming the problem.
+struct BadCase {
+  std::string name;
+  std::vector<std::string> flags;
+  std::vector<std::string> message;
+};
+
+TEST_F(TrainCommandTest, BadInputsFailWithAClearMessage) {
+  WriteText(Path("no_net.prototxt"), "base_lr: 0.1\nlr_policy: \"fixed\"\n");
+  WriteText(Path("missing_net.prototxt"),
+            "net: \"" + Path("absent_net.prototxt") + "\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\n");
+  WriteText(Path("text.caffemodel"), kNet);
+  WriteText(
+      Path("other_net.prototxt"),
+      std::string(kNet).replace(std::string(kNet).find("num_output: 6"), 13, "num_output: 9"));
+  WriteText(Path("other_solver.prototxt"),
+            "net: \"" + Path("other_net.prototxt") +
+                "\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\nmax_iter: 1\nsnapshot_prefix: \"" +
+                Path("other") + "\"\n");
+  ASSERT_EQ(Train({"--solver=" + Path("other_solver.prototxt")}).exit_code, 0);
+  const std::vector<BadCase> cases = {
+      {"no --solver", {}, {"--solver is required"}},
+      {"missing solver file", {"--solver=" + Path("absent.prototxt")}, {"absent.prototxt"}},
+      {"missing net file",
+       {"--solver=" + Path("missing_net.prototxt")},
+       {"absent_net.prototxt", "net"}},
+      {"neither net nor train_net", {"--solver=" + Path("no_net.prototxt")}, {"no training net"}},
+      {"unknown solver type",
+       {"--solver=" + Solver("type: \"Sideways\"", "s1.prototxt")},
+       {"unknown solver type 'Sideways'"}},
+      {"unknown lr policy",
+       {"--solver=" + Solver("lr_policy: \"zigzag\"", "s2.prototxt")},
+       {"unknown lr_policy 'zigzag'"}},
+      {"weights not a NetParameter",
+       {"--solver=" + Solver(), "--weights=" + Path("text.caffemodel")},
+       {"text.caffemodel"}},
+      {"missing weights",
+       {"--solver=" + Solver(), "--weights=" + Path("nope.caffemodel")},
+       {"nope.caffemodel"}},
+      {"snapshot of a different net",
+       {"--solver=" + Solver(), "--snapshot=" + Path("other_iter_1.solverstate")},
+       {"different net", "ip1"}},
+      {"weights and snapshot",
+       {"--solver=" + Solver(), "--weights=a", "--snapshot=b"},
+       {"not both"}},
+      {"bad signal effect", {"--solver=" + Solver(), "--sigint_effect=explode"}, {"explode"}},
+      {"unwritable snapshot directory",
+       {"--solver=" + Solver("snapshot_prefix: \"/proc/doppio/cli\"", "s3.prototxt", false)},
+       {"cannot write snapshots", "'/proc/doppio'"}},
+  };
+  for (const auto& bad : cases) {
+    SCOPED_TRACE(bad.name);
+    const auto result = Train(bad.flags);
+    EXPECT_NE(result.exit_code, 0) << result.output;
+    for (const auto& part : bad.message) EXPECT_CONTAINS(result.output, part);
+    // Refused before any training.
+    EXPECT_EQ(result.output.find("Iteration 0"), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find("Check failed"), std::string::npos) << result.output;
+  }
+}
+
+TEST_F(TrainCommandTest, DiskFailureKeepsThePreviousSnapshot) {
+  const std::string solver = Solver("snapshot: 10");
+  const auto result = Train({"--solver=" + solver}, {{"DOPPIO_FAULT_WRITE", "cli_iter_20."}});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_CONTAINS(result.output, "cli_iter_20.caffemodel");
+  EXPECT_CONTAINS(result.output, "write failed");
+  EXPECT_EQ(SnapshotFiles(),
+            (std::vector<std::string>{"cli_iter_10.caffemodel", "cli_iter_10.solverstate"}));
+  // The surviving snapshot resumes.
+  const auto resumed =
+      Train({"--solver=" + solver, "--snapshot=" + Path("snap/cli_iter_10.solverstate")});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(Exists("snap/cli_iter_20.solverstate"));
+}
+
+TEST_F(TrainCommandTest, NanLossStopsNamingTheIteration) {
+  const auto result = Train({"--solver=" + Solver("base_lr: 1e30\nmomentum: 0", "nan.prototxt")});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  std::smatch match;
+  EXPECT_TRUE(std::regex_search(result.output, match,
+                                std::regex(R"(Iteration \d+: the loss is (nan|inf|-nan))")))
+      << result.output;
+}
+
+TEST_F(TrainCommandTest, TestCommandPrintsAveragedOutputs) {
+  ASSERT_EQ(Train({"--solver=" + Solver()}).exit_code, 0);
+  const auto result =
+      RunDoppio({"test", "--model=" + Path("net.prototxt"),
+                 "--weights=" + Path("snap/cli_iter_20.caffemodel"), "--iterations=3"},
+                Path("test_log.txt"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, "Running for 3 iterations.");
+  EXPECT_CONTAINS(result.output, "Batch 2, loss = ");
+  EXPECT_CONTAINS(result.output, "Loss: ");
+  // The mean of the three batches.
+  std::vector<double> batches;
+  const std::string& log = result.output;
+  const std::regex batch_line(R"(Batch \d, loss = ([\d.eE+-]+))");
+  for (std::sregex_iterator it(log.begin(), log.end(), batch_line), end; it != end; ++it) {
+    batches.push_back(std::stod((*it)[1]));
+  }
+  ASSERT_EQ(batches.size(), 3u);
+  std::smatch mean;
+  ASSERT_TRUE(std::regex_search(log, mean, std::regex(R"(\] loss = ([\d.eE+-]+) \(\* 1 = )")))
+      << log;
+  EXPECT_NEAR(std::stod(mean[1]), (batches[0] + batches[1] + batches[2]) / 3,
+              1e-4 * (1 + std::stod(mean[1])));
+  // Bad input: no weights, weights of another net.
+  const auto no_weights =
+      RunDoppio({"test", "--model=" + Path("net.prototxt")}, Path("test_log.txt"));
+  EXPECT_EQ(no_weights.exit_code, 1);
+  EXPECT_CONTAINS(no_weights.output, "--weights is required");
+  const auto no_model = RunDoppio({"test", "--weights=x"}, Path("test_log.txt"));
+  EXPECT_EQ(no_model.exit_code, 1);
+  EXPECT_CONTAINS(no_model.output, "--model is required");
+}
+
+TEST_F(TrainCommandTest, DeviceQueryAndHelp) {
+  const auto query = RunDoppio({"device_query"}, Path("log.txt"));
+  EXPECT_EQ(query.exit_code, 0) << query.output;
+  EXPECT_CONTAINS(query.output, "CPU: ");
+  const auto help = RunDoppio({"train", "--help"}, Path("log.txt"));
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* flag : {"--solver", "--snapshot", "--weights", "--sigint_effect",
+                           "--sighup_effect", "--iterations"}) {
+    EXPECT_CONTAINS(help.output, flag);
+  }
+  const auto usage = RunDoppio({"--help"}, Path("log.txt"));
+  EXPECT_EQ(usage.exit_code, 0);
+  for (const char* command : {"train", "test", "device_query"}) {
+    EXPECT_CONTAINS(usage.output, command);
+  }
+}
+
+}  // namespace
+}  // namespace doppio
