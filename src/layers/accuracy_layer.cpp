@@ -1,6 +1,7 @@
 #include "doppio/layers/accuracy_layer.hpp"
 
 #include <algorithm>
+#include <climits>
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
@@ -10,8 +11,8 @@ namespace doppio {
 template <typename Dtype>
 void AccuracyLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const AccuracyParameter& param = this->layer_param_.accuracy_param();
-  DOPPIO_ENSURE(param.top_k() >= 1)
-      << this->Describe() << ": accuracy_param.top_k must be at least 1, got " << param.top_k();
+  DOPPIO_ENSURE(param.top_k() >= 1 && param.top_k() <= static_cast<unsigned>(INT_MAX))
+      << this->Describe() << ": accuracy_param.top_k must be a positive int, got " << param.top_k();
   top_k_ = static_cast<int>(param.top_k());
   has_ignore_label_ = param.has_ignore_label();
   ignore_label_ = param.ignore_label();

@@ -29,6 +29,9 @@ void ScaleLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
     GetFiller<Dtype>(filler)->Fill(this->blobs_[0].get(), this->rng());
   }
   if (param.bias_term()) {
+    // Check the scale's shape first, so that a mistake is reported against scale_param.
+    const Blob<Dtype>& scale = bottom.size() > 1 ? *bottom[1] : *this->blobs_[0];
+    BroadcastAxis(*this, "scale_param", param.axis(), *bottom[0], scale);
     LayerParameter bias_param;
     bias_param.set_name(this->layer_param_.name());
     bias_param.set_type("Bias");

@@ -37,6 +37,7 @@ void SoftmaxWithLossLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& 
   softmax_axis_ = axis < 0 ? axis + axes : axis;
   outer_num_ = bottom[0]->count(0, softmax_axis_);
   inner_num_ = bottom[0]->count(softmax_axis_ + 1);
+  channels_ = bottom[0]->shape(softmax_axis_);
   DOPPIO_ENSURE(outer_num_ * inner_num_ == bottom[1]->count())
       << this->Describe() << ": the number of labels (" << bottom[1]->count() << ", shape "
       << bottom[1]->shape_string() << ") must equal the number of predictions ("
@@ -49,10 +50,9 @@ template <typename Dtype>
 int SoftmaxWithLossLayer<Dtype>::CheckedLabel(const Dtype* labels, int i, int j) const {
   const int label = static_cast<int>(labels[i * inner_num_ + j]);
   if (has_ignore_label_ && label == ignore_label_) return -1;
-  const int channels = prob_.shape(softmax_axis_);
-  DOPPIO_ENSURE(label >= 0 && label < channels)
+  DOPPIO_ENSURE(label >= 0 && label < channels_)
       << this->Describe() << ": label value " << label << " (at label index " << i * inner_num_ + j
-      << ") is outside the class range [0, " << channels << ")";
+      << ") is outside the class range [0, " << channels_ << ")";
   return label;
 }
 
@@ -61,7 +61,7 @@ void SoftmaxWithLossLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobV
   softmax_layer_->Forward(softmax_bottom_, softmax_top_);
   const Dtype* prob = prob_.cpu_data();
   const Dtype* labels = bottom[1]->cpu_data();
-  const int dim = prob_.count() / std::max(outer_num_, 1);
+  const int dim = channels_ * inner_num_;
   Dtype loss = 0;
   int count = 0;
   for (int i = 0; i < outer_num_; ++i) {
@@ -88,14 +88,13 @@ void SoftmaxWithLossLayer<Dtype>::Backward_cpu(const BlobVec& top,
   Dtype* bottom_diff = bottom[0]->mutable_cpu_diff();
   const Dtype* labels = bottom[1]->cpu_data();
   cpu_copy(prob_.count(), prob_.cpu_data(), bottom_diff);
-  const int channels = prob_.shape(softmax_axis_);
-  const int dim = prob_.count() / std::max(outer_num_, 1);
+  const int dim = channels_ * inner_num_;
   int count = 0;
   for (int i = 0; i < outer_num_; ++i) {
     for (int j = 0; j < inner_num_; ++j) {
       const int label = CheckedLabel(labels, i, j);
       if (label < 0) {
-        for (int c = 0; c < channels; ++c) bottom_diff[i * dim + c * inner_num_ + j] = 0;
+        for (int c = 0; c < channels_; ++c) bottom_diff[i * dim + c * inner_num_ + j] = 0;
       } else {
         bottom_diff[i * dim + label * inner_num_ + j] -= 1;
         ++count;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "doppio/core/layer_registry.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -40,6 +41,22 @@ TYPED_TEST(LossLayerTest, LegacyNormalizeApliesOnlyWithoutNormalization) {
       LossParameter::FULL);
   EXPECT_EQ(L::ResolveNormalization(ParseText<LossParameter>("normalization: NONE")),
             LossParameter::NONE);
+}
+
+TYPED_TEST(LossLayerTest, LayersAreRegisteredUnderTheirTypes) {
+  for (const char* type :
+       {"Softmax", "SoftmaxWithLoss", "Accuracy", "EuclideanLoss", "SigmoidCrossEntropyLoss",
+        "HingeLoss", "InfogainLoss", "ContrastiveLoss", "BatchNorm", "Scale", "Bias"}) {
+    SCOPED_TRACE(type);
+    LayerParameter param;
+    param.set_name("x");
+    param.set_type(type);
+    auto layer = LayerRegistry<TypeParam>::CreateLayer(param);
+    ASSERT_NE(layer, nullptr);
+    EXPECT_STREQ(layer->type(), type);
+    const bool is_loss = std::string(type).find("Loss") != std::string::npos;
+    EXPECT_EQ(layer->IsLossLayer(), is_loss);
+  }
 }
 
 }  // namespace doppio

@@ -42,6 +42,7 @@ class SoftmaxWithLossLayer : public LossLayer<Dtype> {
   int ignore_label_ = 0;
   LossParameter::NormalizationMode normalization_ = LossParameter::VALID;
   int softmax_axis_ = 1;
+  int channels_ = 0;
   int outer_num_ = 0;
   int inner_num_ = 0;
 };
