@@ -31,6 +31,22 @@ void SoftmaxLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top)
   const int inner = inner_num_;
   const int dim = channels_ * inner;
   if (channels_ == 0) return;
+  if (inner == 1) {
+    // Classifier outputs (N x C): each row is one contiguous distribution.
+    for (int i = 0; i < outer_num_; ++i) {
+      const Dtype* x = in + i * dim;
+      Dtype* y = out + i * dim;
+      const Dtype max = *std::max_element(x, x + dim);
+      Dtype sum = 0;
+      for (int c = 0; c < dim; ++c) {
+        y[c] = std::exp(x[c] - max);
+        sum += y[c];
+      }
+      const Dtype inv = Dtype(1) / sum;
+      for (int c = 0; c < dim; ++c) y[c] *= inv;
+    }
+    return;
+  }
   for (int i = 0; i < outer_num_; ++i) {
     const Dtype* x = in + i * dim;
     Dtype* y = out + i * dim;
@@ -70,6 +86,17 @@ void SoftmaxLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<boo
   const int dim = channels_ * inner;
   // dx = (dy - <dy, y>) * y, with the dot product over the softmax axis. The dot is taken
   // before any write, so bottom_diff may alias top_diff (in-place).
+  if (inner == 1) {
+    for (int i = 0; i < outer_num_; ++i) {
+      const Dtype* dy = top_diff + i * dim;
+      const Dtype* y = top_data + i * dim;
+      Dtype* dx = bottom_diff + i * dim;
+      Dtype d = 0;
+      for (int c = 0; c < dim; ++c) d += dy[c] * y[c];
+      for (int c = 0; c < dim; ++c) dx[c] = (dy[c] - d) * y[c];
+    }
+    return;
+  }
   for (int i = 0; i < outer_num_; ++i) {
     const Dtype* dy = top_diff + i * dim;
     const Dtype* y = top_data + i * dim;

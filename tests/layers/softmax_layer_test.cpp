@@ -98,6 +98,14 @@ TYPED_TEST(SoftmaxLayerTest, Gradient) {
   checker.CheckGradientExhaustive(&layer, this->bottom_vec_, this->top_vec_);
 }
 
+TYPED_TEST(SoftmaxLayerTest, GradientRows) {
+  this->bottom_.Reshape({3, 5});
+  FillGaussian(&this->bottom_, this->rng_);
+  SoftmaxLayer<TypeParam> layer(ParseText<LayerParameter>("name: 's' type: 'Softmax'"));
+  GradientChecker<TypeParam> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(&layer, this->bottom_vec_, this->top_vec_);
+}
+
 TYPED_TEST(SoftmaxLayerTest, GradientAxis2) {
   this->bottom_.Reshape({2, 2, 3});
   FillGaussian(&this->bottom_, this->rng_);
