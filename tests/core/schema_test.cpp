@@ -17,6 +17,8 @@ struct ModelCase {
   std::vector<int> image;  // C,H,W the data layer would produce
 };
 
+void PrintTo(const ModelCase& model, std::ostream* out) { *out << model.name; }
+
 std::string ModelPath(const std::string& model, const std::string& file) {
   return std::string(DOPPIO_SOURCE_DIR) + "/models/" + model + "/" + file;
 }

@@ -1,0 +1,87 @@
+#pragma once
+
+#include <vector>
+
+#include "doppio/core/blob.hpp"
+#include "doppio/core/layer.hpp"
+
+namespace doppio {
+
+// What Convolution and Deconvolution share: reading ConvolutionParameter, the parameter
+// blobs, and the im2col + GEMM kernels. Both are written in terms of a "convolution" that
+// maps an image with conv_in_channels_ channels of spatial size conv_input_shape_ to
+// conv_out_channels_ channels of spatial size conv_out_spatial_dim_. Convolution runs it
+// forward (bottom -> top); Deconvolution runs its transpose (bottom is the convolution's
+// output, top its input). Only two spatial axes are supported.
+template <typename Dtype>
+class BaseConvolutionLayer : public Layer<Dtype> {
+ public:
+  using typename Layer<Dtype>::BlobVec;
+  explicit BaseConvolutionLayer(const LayerParameter& param) : Layer<Dtype>(param) {}
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  int MinBottomBlobs() const override { return 1; }
+  int MinTopBlobs() const override { return 1; }
+  bool EqualNumBottomTopBlobs() const override { return true; }
+
+ protected:
+  // output[g] = W[g] * im2col(input)[g]: the convolution's forward direction.
+  void forward_cpu_gemm(const Dtype* input, const Dtype* weights, Dtype* output,
+                        bool skip_im2col = false);
+  void forward_cpu_bias(Dtype* output, const Dtype* bias);
+  // input = col2im(W^T * output): the transpose, i.e. the gradient with respect to the input.
+  void backward_cpu_gemm(const Dtype* output, const Dtype* weights, Dtype* input);
+  // weights += output * im2col(input)^T, the weight gradient.
+  void weight_cpu_gemm(const Dtype* input, const Dtype* output, Dtype* weights,
+                       bool skip_im2col = false);
+  // bias += sum over positions of output.
+  void backward_cpu_bias(Dtype* bias, const Dtype* output);
+
+  // Output spatial shape from the input's (conv: smaller, deconv: larger).
+  virtual void compute_output_shape() = 0;
+  // False for Convolution (bottom is the convolution's input), true for Deconvolution.
+  virtual bool reverse_dimensions() const = 0;
+
+  int input_h() const { return input_shape_[0]; }
+  int input_w() const { return input_shape_[1]; }
+
+  // Read from ConvolutionParameter.
+  int kernel_h_ = 0, kernel_w_ = 0;
+  int stride_h_ = 1, stride_w_ = 1;
+  int pad_h_ = 0, pad_w_ = 0;
+  int dilation_h_ = 1, dilation_w_ = 1;
+  int channel_axis_ = 1;
+  int num_output_ = 0;
+  int group_ = 1;
+  bool bias_term_ = true;
+  bool is_1x1_ = false;
+
+  // From the bottom shape.
+  int num_ = 0;                    // images: product of the axes before channel_axis_
+  int channels_ = 0;               // bottom channels
+  int input_shape_[2] = {0, 0};    // bottom spatial shape
+  std::vector<int> output_shape_;  // top spatial shape, set by compute_output_shape()
+  int bottom_dim_ = 0;             // values per image in bottom
+  int top_dim_ = 0;                // values per image in top
+  int out_spatial_dim_ = 0;        // top spatial size (for the bias)
+
+ private:
+  void conv_im2col_cpu(const Dtype* data, Dtype* col) const;
+  void conv_col2im_cpu(const Dtype* col, Dtype* data) const;
+
+  int conv_in_channels_ = 0;
+  int conv_out_channels_ = 0;
+  int conv_input_shape_[2] = {0, 0};  // spatial shape of the image im2col reads
+  int conv_out_spatial_dim_ = 0;      // spatial size of the convolution's output
+  int kernel_dim_ = 0;                // rows of the column buffer per group
+  int weight_offset_ = 0;
+  int col_offset_ = 0;
+  int output_offset_ = 0;
+
+  Blob<Dtype> col_buffer_;
+  Blob<Dtype> bias_multiplier_;
+};
+
+}  // namespace doppio

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <vector>
+
+#include "doppio/core/blob.hpp"
+#include "doppio/core/layer.hpp"
+
+namespace doppio {
+
+// Local response normalisation over (N, C, H, W): top = bottom * scale^-beta.
+// ACROSS_CHANNELS: scale = k + alpha / n * (sum of squares over the n channels centred on
+//   this one, clipped at the ends).
+// WITHIN_CHANNEL: scale = k + alpha / n^2 * (sum of squares over the n x n window centred on
+//   this position, zero padded) -- the average Caffe's AVE pooling of the squares gives.
+// n = local_size must be odd.
+template <typename Dtype>
+class LRNLayer : public Layer<Dtype> {
+ public:
+  using typename Layer<Dtype>::BlobVec;
+  explicit LRNLayer(const LayerParameter& param) : Layer<Dtype>(param) {}
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+  const char* type() const override { return "LRN"; }
+  int ExactNumBottomBlobs() const override { return 1; }
+  int ExactNumTopBlobs() const override { return 1; }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  void CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale);
+  void CrossChannelBackward(const Dtype* in, const Dtype* top_diff, const Dtype* scale,
+                            Dtype* bottom_diff);
+  void WithinChannelForward(const Dtype* in, Dtype* out, Dtype* scale);
+  void WithinChannelBackward(const Dtype* in, const Dtype* top_diff, const Dtype* scale,
+                             Dtype* bottom_diff);
+  // out = sum of in over the size x size window around each position (zero padded).
+  void BoxSum(const Dtype* in, Dtype* out);
+  // out[i] = s[i]^-beta, with fast paths for the common betas.
+  void NegativePower(int n, const Dtype* s, Dtype* out) const;
+
+  int size_ = 5;
+  int pre_pad_ = 2;
+  Dtype alpha_ = 1, beta_ = 0.75, k_ = 1;
+  LRNParameter::NormRegion region_ = LRNParameter::ACROSS_CHANNELS;
+  int num_ = 0, channels_ = 0, height_ = 0, width_ = 0;
+
+  Blob<Dtype> scale_;  // kept from Forward for Backward
+  // Per-image work space.
+  std::vector<Dtype> accum_;  // one plane: running window sum
+  std::vector<Dtype> power_;  // scale^-beta
+  std::vector<Dtype> ratio_;  // top_diff * top / scale
+  std::vector<Dtype> row_;    // one plane: horizontal pass of the box sum
+};
+
+}  // namespace doppio

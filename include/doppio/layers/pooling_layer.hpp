@@ -1,0 +1,52 @@
+#pragma once
+
+#include <vector>
+
+#include "doppio/core/layer.hpp"
+
+namespace doppio {
+
+// 2-d spatial pooling over (N, C, H, W): MAX, AVE or STOCHASTIC, with Caffe's output-size
+// rule (CEIL by default: a partial last window counts, but with padding the last window must
+// start inside the image or left padding) and its AVE divisor (the window clipped to the
+// padded input, so padding counts as zeros). MAX may produce a second top with the argmax
+// index (h * W + w within the plane) of each output, as Caffe does.
+template <typename Dtype>
+class PoolingLayer : public Layer<Dtype> {
+ public:
+  using typename Layer<Dtype>::BlobVec;
+  explicit PoolingLayer(const LayerParameter& param) : Layer<Dtype>(param) {}
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+  const char* type() const override { return "Pooling"; }
+  int ExactNumBottomBlobs() const override { return 1; }
+  int MinTopBlobs() const override { return 1; }
+  int MaxTopBlobs() const override {
+    return this->layer_param_.pooling_param().pool() == PoolingParameter::MAX ? 2 : 1;
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  void ForwardMax(const Dtype* in, Dtype* out, int* mask, Dtype* top_mask);
+  void ForwardAve(const Dtype* in, Dtype* out);
+  void ForwardStochasticTrain(const Dtype* in, Dtype* out, int* index);
+  void ForwardStochasticTest(const Dtype* in, Dtype* out);
+
+  PoolingParameter::PoolMethod method_ = PoolingParameter::MAX;
+  bool global_pooling_ = false;
+  int kernel_h_ = 0, kernel_w_ = 0;
+  int stride_h_ = 1, stride_w_ = 1;
+  int pad_h_ = 0, pad_w_ = 0;
+  int num_ = 0, channels_ = 0, height_ = 0, width_ = 0;
+  int pooled_height_ = 0, pooled_width_ = 0;
+  // MAX: argmax per output (when no mask top is given); STOCHASTIC TRAIN: the sampled index.
+  // Both index within the input plane; -1 marks an empty window.
+  std::vector<int> index_;
+};
+
+}  // namespace doppio

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "doppio/layers/loss_layer.hpp"
+#include "doppio/layers/softmax_layer.hpp"
+
+namespace doppio {
+
+// Multinomial logistic loss of the softmax of the predictions: -log p[label], summed over
+// the positions whose label is not loss_param.ignore_label and divided by the normalizer of
+// loss_param.normalization. An optional second top receives the probabilities.
+template <typename Dtype>
+class SoftmaxWithLossLayer : public LossLayer<Dtype> {
+ public:
+  using typename Layer<Dtype>::BlobVec;
+
+  explicit SoftmaxWithLossLayer(const LayerParameter& param) : LossLayer<Dtype>(param) {}
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  const char* type() const override { return "SoftmaxWithLoss"; }
+  int ExactNumTopBlobs() const override { return -1; }
+  int MinTopBlobs() const override { return 1; }
+  int MaxTopBlobs() const override { return 2; }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+  // Reads the label at (i, j) and throws Error naming the layer when it is neither the
+  // ignore label nor a valid class; returns -1 for an ignored position.
+  int CheckedLabel(const Dtype* labels, int i, int j) const;
+
+  std::unique_ptr<SoftmaxLayer<Dtype>> softmax_layer_;
+  Blob<Dtype> prob_;
+  BlobVec softmax_bottom_;
+  BlobVec softmax_top_;
+  bool has_ignore_label_ = false;
+  int ignore_label_ = 0;
+  LossParameter::NormalizationMode normalization_ = LossParameter::VALID;
+  int softmax_axis_ = 1;
+  int channels_ = 0;
+  int outer_num_ = 0;
+  int inner_num_ = 0;
+};
+
+}  // namespace doppio

@@ -1,0 +1,72 @@
+#include "doppio/layers/conv_layer.hpp"
+
+#include "doppio/core/layer_registry.hpp"
+
+namespace doppio {
+
+template <typename Dtype>
+void ConvolutionLayer<Dtype>::compute_output_shape() {
+  const int kernel[2] = {this->kernel_h_, this->kernel_w_};
+  const int pad[2] = {this->pad_h_, this->pad_w_};
+  const int stride[2] = {this->stride_h_, this->stride_w_};
+  const int dilation[2] = {this->dilation_h_, this->dilation_w_};
+  const char* axis_name[2] = {"height", "width"};
+  this->output_shape_.resize(2);
+  for (int i = 0; i < 2; ++i) {
+    const int in = this->input_shape_[i];
+    const int extent = dilation[i] * (kernel[i] - 1) + 1;
+    DOPPIO_ENSURE(in + 2 * pad[i] >= extent)
+        << this->Describe() << ": kernel " << axis_name[i] << " " << extent
+        << (dilation[i] > 1 ? " (dilated)" : "") << " is larger than the padded input "
+        << axis_name[i] << " " << in << " + 2 * " << pad[i] << " = " << in + 2 * pad[i];
+    this->output_shape_[i] = (in + 2 * pad[i] - extent) / stride[i] + 1;
+  }
+}
+
+template <typename Dtype>
+void ConvolutionLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  const Dtype* weight = this->blobs_[0]->cpu_data();
+  const Dtype* bias = this->bias_term_ ? this->blobs_[1]->cpu_data() : nullptr;
+  for (size_t i = 0; i < bottom.size(); ++i) {
+    const Dtype* bottom_data = bottom[i]->cpu_data();
+    Dtype* top_data = top[i]->mutable_cpu_data();
+    for (int n = 0; n < this->num_; ++n) {
+      Dtype* out = top_data + static_cast<size_t>(n) * this->top_dim_;
+      this->forward_cpu_gemm(bottom_data + static_cast<size_t>(n) * this->bottom_dim_, weight, out);
+      if (bias) this->forward_cpu_bias(out, bias);
+    }
+  }
+}
+
+template <typename Dtype>
+void ConvolutionLayer<Dtype>::Backward_cpu(const BlobVec& top,
+                                           const std::vector<bool>& propagate_down,
+                                           const BlobVec& bottom) {
+  const Dtype* weight = this->blobs_[0]->cpu_data();
+  const bool weight_grad = this->param_propagate_down(0);
+  const bool bias_grad = this->bias_term_ && this->param_propagate_down(1);
+  Dtype* weight_diff = weight_grad ? this->blobs_[0]->mutable_cpu_diff() : nullptr;
+  Dtype* bias_diff = bias_grad ? this->blobs_[1]->mutable_cpu_diff() : nullptr;
+  for (size_t i = 0; i < top.size(); ++i) {
+    const Dtype* top_diff = top[i]->cpu_diff();
+    if (bias_grad) {
+      for (int n = 0; n < this->num_; ++n) {
+        this->backward_cpu_bias(bias_diff, top_diff + static_cast<size_t>(n) * this->top_dim_);
+      }
+    }
+    if (!weight_grad && !propagate_down[i]) continue;
+    const Dtype* bottom_data = bottom[i]->cpu_data();
+    Dtype* bottom_diff = propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr;
+    for (int n = 0; n < this->num_; ++n) {
+      const Dtype* out_diff = top_diff + static_cast<size_t>(n) * this->top_dim_;
+      const size_t in_offset = static_cast<size_t>(n) * this->bottom_dim_;
+      if (weight_grad) this->weight_cpu_gemm(bottom_data + in_offset, out_diff, weight_diff);
+      if (bottom_diff) this->backward_cpu_gemm(out_diff, weight, bottom_diff + in_offset);
+    }
+  }
+}
+
+DOPPIO_INSTANTIATE_CLASS(ConvolutionLayer);
+REGISTER_LAYER_CLASS(Convolution);
+
+}  // namespace doppio

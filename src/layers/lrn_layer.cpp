@@ -1,0 +1,250 @@
+#include "doppio/layers/lrn_layer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "doppio/core/layer_registry.hpp"
+#include "doppio/util/math_functions.hpp"
+
+namespace doppio {
+
+template <typename Dtype>
+void LRNLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  const LRNParameter& p = this->layer_param_.lrn_param();
+  size_ = static_cast<int>(p.local_size());
+  DOPPIO_ENSURE(size_ % 2 == 1) << this->Describe() << ": lrn_param.local_size must be odd, got "
+                                << size_;
+  pre_pad_ = (size_ - 1) / 2;
+  alpha_ = p.alpha();
+  beta_ = p.beta();
+  k_ = p.k();
+  region_ = p.norm_region();
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  const Blob<Dtype>& in = *bottom[0];
+  DOPPIO_ENSURE(in.num_axes() == 4)
+      << this->Describe() << ": input must have 4 axes (N, C, H, W), got shape "
+      << in.shape_string();
+  // The window reads neighbours of every element after they would have been overwritten.
+  DOPPIO_ENSURE(bottom[0] != top[0])
+      << this->Describe() << ": LRN cannot run in place; give the top its own name";
+  num_ = in.shape(0);
+  channels_ = in.shape(1);
+  height_ = in.shape(2);
+  width_ = in.shape(3);
+  top[0]->ReshapeLike(in);
+  scale_.ReshapeLike(in);
+  const size_t plane = static_cast<size_t>(height_) * width_;
+  const size_t image = region_ == LRNParameter::ACROSS_CHANNELS ? plane * channels_ : plane;
+  accum_.resize(plane);
+  row_.resize(region_ == LRNParameter::WITHIN_CHANNEL ? plane : 0);
+  power_.resize(image);
+  ratio_.resize(image);
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::NegativePower(int n, const Dtype* s, Dtype* out) const {
+  // pow() dominates the layer's cost; the usual betas have cheaper exact forms.
+  if (beta_ == Dtype(0.75)) {
+    for (int i = 0; i < n; ++i) {
+      const Dtype r = std::sqrt(s[i]);
+      out[i] = Dtype(1) / (r * std::sqrt(r));
+    }
+  } else if (beta_ == Dtype(0.5)) {
+    for (int i = 0; i < n; ++i) out[i] = Dtype(1) / std::sqrt(s[i]);
+  } else if (beta_ == Dtype(1)) {
+    for (int i = 0; i < n; ++i) out[i] = Dtype(1) / s[i];
+  } else {
+    for (int i = 0; i < n; ++i) out[i] = std::pow(s[i], -beta_);
+  }
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale) {
+  const int plane = height_ * width_;
+  const Dtype a = alpha_ / size_;
+  Dtype* acc = accum_.data();
+  std::fill(acc, acc + plane, Dtype(0));
+  for (int j = 0; j < std::min(pre_pad_, channels_); ++j) {
+    const Dtype* x = in + static_cast<size_t>(j) * plane;
+    for (int i = 0; i < plane; ++i) acc[i] += x[i] * x[i];
+  }
+  // Slide the window of squares over the channels: add the channel entering, drop the one
+  // leaving.
+  for (int c = 0; c < channels_; ++c) {
+    const int head = c + pre_pad_, tail = c - pre_pad_ - 1;
+    if (head < channels_) {
+      const Dtype* x = in + static_cast<size_t>(head) * plane;
+      for (int i = 0; i < plane; ++i) acc[i] += x[i] * x[i];
+    }
+    if (tail >= 0) {
+      const Dtype* x = in + static_cast<size_t>(tail) * plane;
+      for (int i = 0; i < plane; ++i) acc[i] -= x[i] * x[i];
+    }
+    const size_t offset = static_cast<size_t>(c) * plane;
+    Dtype* s = scale + offset;
+    for (int i = 0; i < plane; ++i) s[i] = k_ + a * acc[i];
+    NegativePower(plane, s, out + offset);
+    const Dtype* x = in + offset;
+    Dtype* y = out + offset;
+    for (int i = 0; i < plane; ++i) y[i] *= x[i];
+  }
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::CrossChannelBackward(const Dtype* in, const Dtype* top_diff,
+                                           const Dtype* scale, Dtype* bottom_diff) {
+  // With p = scale^-beta and top = x p:
+  //   d loss / d x_c = top_diff_c p_c
+  //                    - 2 alpha beta / n * x_c * sum over windows containing c of
+  //                      top_diff_j * x_j * p_j / scale_j.
+  const int plane = height_ * width_;
+  const int count = channels_ * plane;
+  Dtype* p = power_.data();
+  Dtype* ratio = ratio_.data();
+  NegativePower(count, scale, p);
+  for (int i = 0; i < count; ++i) ratio[i] = top_diff[i] * in[i] * p[i] / scale[i];
+  const Dtype factor = Dtype(2) * alpha_ * beta_ / size_;
+  Dtype* acc = accum_.data();
+  std::fill(acc, acc + plane, Dtype(0));
+  for (int j = 0; j < std::min(pre_pad_, channels_); ++j) {
+    const Dtype* r = ratio + static_cast<size_t>(j) * plane;
+    for (int i = 0; i < plane; ++i) acc[i] += r[i];
+  }
+  for (int c = 0; c < channels_; ++c) {
+    const int head = c + pre_pad_, tail = c - pre_pad_ - 1;
+    if (head < channels_) {
+      const Dtype* r = ratio + static_cast<size_t>(head) * plane;
+      for (int i = 0; i < plane; ++i) acc[i] += r[i];
+    }
+    if (tail >= 0) {
+      const Dtype* r = ratio + static_cast<size_t>(tail) * plane;
+      for (int i = 0; i < plane; ++i) acc[i] -= r[i];
+    }
+    const size_t offset = static_cast<size_t>(c) * plane;
+    const Dtype* x = in + offset;
+    const Dtype* td = top_diff + offset;
+    const Dtype* pc = p + offset;
+    Dtype* bd = bottom_diff + offset;
+    for (int i = 0; i < plane; ++i) bd[i] = td[i] * pc[i] - factor * x[i] * acc[i];
+  }
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::BoxSum(const Dtype* in, Dtype* out) {
+  // Separable: sliding sums along each row, then along each column.
+  Dtype* rows = row_.data();
+  for (int h = 0; h < height_; ++h) {
+    const Dtype* r = in + h * width_;
+    Dtype* dst = rows + h * width_;
+    Dtype running = 0;
+    for (int w = 0; w < std::min(pre_pad_, width_); ++w) running += r[w];
+    for (int w = 0; w < width_; ++w) {
+      if (w + pre_pad_ < width_) running += r[w + pre_pad_];
+      if (w - pre_pad_ - 1 >= 0) running -= r[w - pre_pad_ - 1];
+      dst[w] = running;
+    }
+  }
+  Dtype* first = out;
+  std::fill(first, first + width_, Dtype(0));
+  for (int h = 0; h <= std::min(pre_pad_, height_ - 1); ++h) {
+    const Dtype* r = rows + h * width_;
+    for (int w = 0; w < width_; ++w) first[w] += r[w];
+  }
+  for (int h = 1; h < height_; ++h) {
+    const Dtype* prev = out + (h - 1) * width_;
+    Dtype* dst = out + h * width_;
+    const int head = h + pre_pad_, tail = h - pre_pad_ - 1;
+    const Dtype* add = head < height_ ? rows + head * width_ : nullptr;
+    const Dtype* sub = tail >= 0 ? rows + tail * width_ : nullptr;
+    for (int w = 0; w < width_; ++w) dst[w] = prev[w];
+    if (add)
+      for (int w = 0; w < width_; ++w) dst[w] += add[w];
+    if (sub)
+      for (int w = 0; w < width_; ++w) dst[w] -= sub[w];
+  }
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::WithinChannelForward(const Dtype* in, Dtype* out, Dtype* scale) {
+  const int plane = height_ * width_;
+  const Dtype a = alpha_ / (size_ * size_);
+  Dtype* sq = ratio_.data();
+  Dtype* acc = accum_.data();
+  for (int c = 0; c < channels_; ++c) {
+    const size_t offset = static_cast<size_t>(c) * plane;
+    const Dtype* x = in + offset;
+    for (int i = 0; i < plane; ++i) sq[i] = x[i] * x[i];
+    BoxSum(sq, acc);
+    Dtype* s = scale + offset;
+    for (int i = 0; i < plane; ++i) s[i] = k_ + a * acc[i];
+    Dtype* y = out + offset;
+    NegativePower(plane, s, y);
+    for (int i = 0; i < plane; ++i) y[i] *= x[i];
+  }
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::WithinChannelBackward(const Dtype* in, const Dtype* top_diff,
+                                            const Dtype* scale, Dtype* bottom_diff) {
+  // As across channels, with the n x n window (symmetric, so the windows containing a
+  // position are the window around it) and alpha / n^2.
+  const int plane = height_ * width_;
+  const Dtype factor = Dtype(2) * alpha_ * beta_ / (size_ * size_);
+  Dtype* p = power_.data();
+  Dtype* ratio = ratio_.data();
+  Dtype* acc = accum_.data();
+  for (int c = 0; c < channels_; ++c) {
+    const size_t offset = static_cast<size_t>(c) * plane;
+    const Dtype* x = in + offset;
+    const Dtype* td = top_diff + offset;
+    const Dtype* s = scale + offset;
+    Dtype* bd = bottom_diff + offset;
+    NegativePower(plane, s, p);
+    for (int i = 0; i < plane; ++i) ratio[i] = td[i] * x[i] * p[i] / s[i];
+    BoxSum(ratio, acc);
+    for (int i = 0; i < plane; ++i) bd[i] = td[i] * p[i] - factor * x[i] * acc[i];
+  }
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  const Dtype* in = bottom[0]->cpu_data();
+  Dtype* out = top[0]->mutable_cpu_data();
+  Dtype* scale = scale_.mutable_cpu_data();
+  const size_t image = static_cast<size_t>(channels_) * height_ * width_;
+  for (int n = 0; n < num_; ++n) {
+    const size_t o = n * image;
+    if (region_ == LRNParameter::ACROSS_CHANNELS) {
+      CrossChannelForward(in + o, out + o, scale + o);
+    } else {
+      WithinChannelForward(in + o, out + o, scale + o);
+    }
+  }
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                   const BlobVec& bottom) {
+  if (!propagate_down[0]) return;
+  const Dtype* in = bottom[0]->cpu_data();
+  const Dtype* top_diff = top[0]->cpu_diff();
+  const Dtype* scale = scale_.cpu_data();
+  Dtype* bottom_diff = bottom[0]->mutable_cpu_diff();
+  const size_t image = static_cast<size_t>(channels_) * height_ * width_;
+  for (int n = 0; n < num_; ++n) {
+    const size_t o = n * image;
+    if (region_ == LRNParameter::ACROSS_CHANNELS) {
+      CrossChannelBackward(in + o, top_diff + o, scale + o, bottom_diff + o);
+    } else {
+      WithinChannelBackward(in + o, top_diff + o, scale + o, bottom_diff + o);
+    }
+  }
+}
+
+DOPPIO_INSTANTIATE_CLASS(LRNLayer);
+REGISTER_LAYER_CLASS(LRN);
+
+}  // namespace doppio

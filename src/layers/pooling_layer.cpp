@@ -1,0 +1,330 @@
+#include "doppio/layers/pooling_layer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "doppio/core/layer_registry.hpp"
+#include "doppio/util/math_functions.hpp"
+
+namespace doppio {
+
+template <typename Dtype>
+void PoolingLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  const std::string who = this->Describe();
+  const PoolingParameter& p = this->layer_param_.pooling_param();
+  method_ = p.pool();
+  global_pooling_ = p.global_pooling();
+  const bool has_hw_kernel = p.has_kernel_h() || p.has_kernel_w();
+  if (global_pooling_) {
+    DOPPIO_ENSURE(!p.has_kernel_size() && !has_hw_kernel)
+        << who << ": pooling_param.global_pooling takes the whole plane; kernel_size, kernel_h and "
+        << "kernel_w must not be set";
+  } else if (has_hw_kernel) {
+    DOPPIO_ENSURE(!p.has_kernel_size())
+        << who << ": pooling_param.kernel_size and kernel_h/kernel_w are exclusive; give one form";
+    DOPPIO_ENSURE(p.has_kernel_h() && p.has_kernel_w())
+        << who << ": pooling_param.kernel_h and kernel_w must be given together";
+    kernel_h_ = static_cast<int>(p.kernel_h());
+    kernel_w_ = static_cast<int>(p.kernel_w());
+  } else {
+    DOPPIO_ENSURE(p.has_kernel_size())
+        << who << ": pooling_param.kernel_size (or kernel_h and kernel_w) is required";
+    kernel_h_ = kernel_w_ = static_cast<int>(p.kernel_size());
+  }
+  if (p.has_pad_h() || p.has_pad_w()) {
+    DOPPIO_ENSURE(!p.has_pad())
+        << who << ": pooling_param.pad and pad_h/pad_w are exclusive; give one form";
+    DOPPIO_ENSURE(p.has_pad_h() && p.has_pad_w())
+        << who << ": pooling_param.pad_h and pad_w must be given together";
+    pad_h_ = static_cast<int>(p.pad_h());
+    pad_w_ = static_cast<int>(p.pad_w());
+  } else {
+    pad_h_ = pad_w_ = static_cast<int>(p.pad());
+  }
+  if (p.has_stride_h() || p.has_stride_w()) {
+    DOPPIO_ENSURE(!p.has_stride())
+        << who << ": pooling_param.stride and stride_h/stride_w are exclusive; give one form";
+    DOPPIO_ENSURE(p.has_stride_h() && p.has_stride_w())
+        << who << ": pooling_param.stride_h and stride_w must be given together";
+    stride_h_ = static_cast<int>(p.stride_h());
+    stride_w_ = static_cast<int>(p.stride_w());
+  } else {
+    stride_h_ = stride_w_ = static_cast<int>(p.stride());
+  }
+  DOPPIO_ENSURE(stride_h_ > 0 && stride_w_ > 0)
+      << who << ": pooling_param stride must be positive, got " << stride_h_ << "x" << stride_w_;
+  if (global_pooling_) {
+    DOPPIO_ENSURE(pad_h_ == 0 && pad_w_ == 0 && stride_h_ == 1 && stride_w_ == 1)
+        << who << ": pooling_param.global_pooling needs pad 0 and stride 1";
+  } else {
+    DOPPIO_ENSURE(kernel_h_ > 0 && kernel_w_ > 0)
+        << who << ": pooling_param kernel size must be positive, got " << kernel_h_ << "x"
+        << kernel_w_;
+  }
+  if (pad_h_ > 0 || pad_w_ > 0) {
+    DOPPIO_ENSURE(method_ != PoolingParameter::STOCHASTIC)
+        << who << ": pooling_param.pad is only supported for MAX and AVE pooling";
+    DOPPIO_ENSURE(pad_h_ < kernel_h_ && pad_w_ < kernel_w_)
+        << who << ": pooling_param pad (" << pad_h_ << "x" << pad_w_
+        << ") must be smaller than the kernel (" << kernel_h_ << "x" << kernel_w_ << ")";
+  }
+}
+
+template <typename Dtype>
+void PoolingLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  const std::string who = this->Describe();
+  const Blob<Dtype>& in = *bottom[0];
+  DOPPIO_ENSURE(in.num_axes() == 4)
+      << who << ": input must have 4 axes (N, C, H, W), got shape " << in.shape_string();
+  num_ = in.shape(0);
+  channels_ = in.shape(1);
+  height_ = in.shape(2);
+  width_ = in.shape(3);
+  DOPPIO_ENSURE(height_ > 0 && width_ > 0)
+      << who << ": input " << in.shape_string() << " has an empty spatial axis";
+  if (global_pooling_) {
+    kernel_h_ = height_;
+    kernel_w_ = width_;
+  }
+  DOPPIO_ENSURE(height_ + 2 * pad_h_ >= kernel_h_ && width_ + 2 * pad_w_ >= kernel_w_)
+      << who << ": kernel " << kernel_h_ << "x" << kernel_w_ << " is larger than the padded input "
+      << height_ + 2 * pad_h_ << "x" << width_ + 2 * pad_w_ << " (input " << height_ << "x"
+      << width_ << ", pad " << pad_h_ << "x" << pad_w_ << ")";
+  const bool ceil = this->layer_param_.pooling_param().round_mode() == PoolingParameter::CEIL;
+  const auto pooled = [ceil](int in, int pad, int kernel, int stride) {
+    const int span = in + 2 * pad - kernel;
+    return (ceil ? (span + stride - 1) / stride : span / stride) + 1;
+  };
+  pooled_height_ = pooled(height_, pad_h_, kernel_h_, stride_h_);
+  pooled_width_ = pooled(width_, pad_w_, kernel_w_, stride_w_);
+  if (pad_h_ > 0 || pad_w_ > 0) {
+    // With padding the last window must start inside the image (or the left padding), not in
+    // the right padding alone. Caffe applies the rule to both axes when either is padded.
+    if ((pooled_height_ - 1) * stride_h_ >= height_ + pad_h_) --pooled_height_;
+    if ((pooled_width_ - 1) * stride_w_ >= width_ + pad_w_) --pooled_width_;
+  }
+  for (auto* t : top) t->Reshape({num_, channels_, pooled_height_, pooled_width_});
+  const bool need_index = (method_ == PoolingParameter::MAX && top.size() == 1) ||
+                          (method_ == PoolingParameter::STOCHASTIC && this->phase_ == TRAIN);
+  if (need_index) index_.resize(static_cast<size_t>(top[0]->count()));
+}
+
+template <typename Dtype>
+void PoolingLayer<Dtype>::ForwardMax(const Dtype* in, Dtype* out, int* mask, Dtype* top_mask) {
+  for (int ph = 0; ph < pooled_height_; ++ph) {
+    const int h0 = ph * stride_h_ - pad_h_;
+    const int hstart = std::max(h0, 0), hend = std::min(h0 + kernel_h_, height_);
+    for (int pw = 0; pw < pooled_width_; ++pw) {
+      const int w0 = pw * stride_w_ - pad_w_;
+      const int wstart = std::max(w0, 0), wend = std::min(w0 + kernel_w_, width_);
+      Dtype best = -std::numeric_limits<Dtype>::infinity();
+      int best_index = -1;
+      for (int h = hstart; h < hend; ++h) {
+        const Dtype* row = in + h * width_;
+        for (int w = wstart; w < wend; ++w) {
+          // Strictly greater: the first maximum wins ties, as in Caffe.
+          if (row[w] > best) {
+            best = row[w];
+            best_index = h * width_ + w;
+          }
+        }
+      }
+      const int o = ph * pooled_width_ + pw;
+      // A window that lies wholly outside the image (possible with CEIL and stride > kernel)
+      // outputs 0 and passes no gradient.
+      out[o] = best_index >= 0 ? best : Dtype(0);
+      if (mask) mask[o] = best_index;
+      if (top_mask) top_mask[o] = static_cast<Dtype>(best_index);
+    }
+  }
+}
+
+template <typename Dtype>
+void PoolingLayer<Dtype>::ForwardAve(const Dtype* in, Dtype* out) {
+  for (int ph = 0; ph < pooled_height_; ++ph) {
+    const int h0 = ph * stride_h_ - pad_h_;
+    const int h1 = std::min(h0 + kernel_h_, height_ + pad_h_);
+    const int hstart = std::max(h0, 0), hend = std::min(h1, height_);
+    for (int pw = 0; pw < pooled_width_; ++pw) {
+      const int w0 = pw * stride_w_ - pad_w_;
+      const int w1 = std::min(w0 + kernel_w_, width_ + pad_w_);
+      const int wstart = std::max(w0, 0), wend = std::min(w1, width_);
+      // The divisor counts padding but not what lies beyond it.
+      const int pool_size = (h1 - h0) * (w1 - w0);
+      Dtype sum = 0;
+      for (int h = hstart; h < hend; ++h) {
+        const Dtype* row = in + h * width_;
+        for (int w = wstart; w < wend; ++w) sum += row[w];
+      }
+      out[ph * pooled_width_ + pw] = pool_size > 0 ? sum / pool_size : Dtype(0);
+    }
+  }
+}
+
+template <typename Dtype>
+void PoolingLayer<Dtype>::ForwardStochasticTrain(const Dtype* in, Dtype* out, int* index) {
+  for (int ph = 0; ph < pooled_height_; ++ph) {
+    const int hstart = ph * stride_h_, hend = std::min(hstart + kernel_h_, height_);
+    for (int pw = 0; pw < pooled_width_; ++pw) {
+      const int wstart = pw * stride_w_, wend = std::min(wstart + kernel_w_, width_);
+      Dtype sum = 0;
+      for (int h = hstart; h < hend; ++h)
+        for (int w = wstart; w < wend; ++w) sum += in[h * width_ + w];
+      // Sample a position with probability proportional to its activation: the first one
+      // whose running sum reaches a uniform fraction of the total.
+      const Dtype threshold = static_cast<Dtype>(this->rng().Uniform(0, 1)) * sum;
+      int pick = -1;
+      Dtype running = 0;
+      for (int h = hstart; h < hend && pick < 0; ++h) {
+        for (int w = wstart; w < wend; ++w) {
+          running += in[h * width_ + w];
+          if (running >= threshold) {
+            pick = h * width_ + w;
+            break;
+          }
+        }
+      }
+      // Rounding can leave the running sum just short of the threshold: take the last.
+      if (pick < 0 && hend > hstart && wend > wstart) pick = (hend - 1) * width_ + wend - 1;
+      const int o = ph * pooled_width_ + pw;
+      out[o] = pick >= 0 ? in[pick] : Dtype(0);
+      index[o] = pick;
+    }
+  }
+}
+
+template <typename Dtype>
+void PoolingLayer<Dtype>::ForwardStochasticTest(const Dtype* in, Dtype* out) {
+  for (int ph = 0; ph < pooled_height_; ++ph) {
+    const int hstart = ph * stride_h_, hend = std::min(hstart + kernel_h_, height_);
+    for (int pw = 0; pw < pooled_width_; ++pw) {
+      const int wstart = pw * stride_w_, wend = std::min(wstart + kernel_w_, width_);
+      // The expectation of the TRAIN sample: sum x * (x / sum x).
+      Dtype sum = 0, sum_sq = 0;
+      for (int h = hstart; h < hend; ++h) {
+        for (int w = wstart; w < wend; ++w) {
+          const Dtype v = in[h * width_ + w];
+          sum += v;
+          sum_sq += v * v;
+        }
+      }
+      out[ph * pooled_width_ + pw] = sum > 0 ? sum_sq / sum : Dtype(0);
+    }
+  }
+}
+
+template <typename Dtype>
+void PoolingLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  const Dtype* in = bottom[0]->cpu_data();
+  Dtype* out = top[0]->mutable_cpu_data();
+  const int planes = num_ * channels_;
+  const int in_plane = height_ * width_;
+  const int out_plane = pooled_height_ * pooled_width_;
+  switch (method_) {
+    case PoolingParameter::MAX: {
+      Dtype* top_mask = top.size() > 1 ? top[1]->mutable_cpu_data() : nullptr;
+      int* mask = top_mask ? nullptr : index_.data();
+      for (int i = 0; i < planes; ++i) {
+        const size_t o = static_cast<size_t>(i) * out_plane;
+        ForwardMax(in + static_cast<size_t>(i) * in_plane, out + o, mask ? mask + o : nullptr,
+                   top_mask ? top_mask + o : nullptr);
+      }
+      break;
+    }
+    case PoolingParameter::AVE:
+      for (int i = 0; i < planes; ++i) {
+        ForwardAve(in + static_cast<size_t>(i) * in_plane,
+                   out + static_cast<size_t>(i) * out_plane);
+      }
+      break;
+    case PoolingParameter::STOCHASTIC:
+      for (int i = 0; i < planes; ++i) {
+        const Dtype* plane_in = in + static_cast<size_t>(i) * in_plane;
+        Dtype* plane_out = out + static_cast<size_t>(i) * out_plane;
+        if (this->phase_ == TRAIN) {
+          ForwardStochasticTrain(plane_in, plane_out,
+                                 index_.data() + static_cast<size_t>(i) * out_plane);
+        } else {
+          ForwardStochasticTest(plane_in, plane_out);
+        }
+      }
+      break;
+    default:
+      DOPPIO_FAIL() << this->Describe() << ": unknown pooling_param.pool " << method_;
+  }
+}
+
+template <typename Dtype>
+void PoolingLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                       const BlobVec& bottom) {
+  if (!propagate_down[0]) return;
+  const Dtype* top_diff = top[0]->cpu_diff();
+  Dtype* bottom_diff = bottom[0]->mutable_cpu_diff();
+  cpu_set(bottom[0]->count(), Dtype(0), bottom_diff);
+  const int planes = num_ * channels_;
+  const int in_plane = height_ * width_;
+  const int out_plane = pooled_height_ * pooled_width_;
+  const bool routed = method_ == PoolingParameter::MAX ||
+                      (method_ == PoolingParameter::STOCHASTIC && this->phase_ == TRAIN);
+  if (routed) {
+    // Each output's gradient goes to the one input it copied.
+    const Dtype* top_mask =
+        method_ == PoolingParameter::MAX && top.size() > 1 ? top[1]->cpu_data() : nullptr;
+    for (int i = 0; i < planes; ++i) {
+      const size_t o0 = static_cast<size_t>(i) * out_plane;
+      Dtype* diff = bottom_diff + static_cast<size_t>(i) * in_plane;
+      for (int o = 0; o < out_plane; ++o) {
+        const int index = top_mask ? static_cast<int>(top_mask[o0 + o]) : index_[o0 + o];
+        if (index >= 0) diff[index] += top_diff[o0 + o];
+      }
+    }
+    return;
+  }
+  const Dtype* bottom_data = bottom[0]->cpu_data();
+  for (int i = 0; i < planes; ++i) {
+    const Dtype* in = bottom_data + static_cast<size_t>(i) * in_plane;
+    const Dtype* tdiff = top_diff + static_cast<size_t>(i) * out_plane;
+    Dtype* diff = bottom_diff + static_cast<size_t>(i) * in_plane;
+    for (int ph = 0; ph < pooled_height_; ++ph) {
+      for (int pw = 0; pw < pooled_width_; ++pw) {
+        const Dtype g = tdiff[ph * pooled_width_ + pw];
+        if (method_ == PoolingParameter::AVE) {
+          const int h0 = ph * stride_h_ - pad_h_;
+          const int h1 = std::min(h0 + kernel_h_, height_ + pad_h_);
+          const int w0 = pw * stride_w_ - pad_w_;
+          const int w1 = std::min(w0 + kernel_w_, width_ + pad_w_);
+          const int pool_size = (h1 - h0) * (w1 - w0);
+          if (pool_size <= 0) continue;
+          const Dtype share = g / pool_size;
+          const int hend = std::min(h1, height_), wend = std::min(w1, width_);
+          for (int h = std::max(h0, 0); h < hend; ++h)
+            for (int w = std::max(w0, 0); w < wend; ++w) diff[h * width_ + w] += share;
+        } else {
+          // STOCHASTIC in TEST: top = Q / S with S = sum x, Q = sum x^2, so
+          // d top / d x = (2 x S - Q) / S^2.
+          const int hstart = ph * stride_h_, hend = std::min(hstart + kernel_h_, height_);
+          const int wstart = pw * stride_w_, wend = std::min(wstart + kernel_w_, width_);
+          Dtype sum = 0, sum_sq = 0;
+          for (int h = hstart; h < hend; ++h) {
+            for (int w = wstart; w < wend; ++w) {
+              const Dtype v = in[h * width_ + w];
+              sum += v;
+              sum_sq += v * v;
+            }
+          }
+          if (sum <= 0) continue;
+          const Dtype scale = g / (sum * sum);
+          for (int h = hstart; h < hend; ++h)
+            for (int w = wstart; w < wend; ++w)
+              diff[h * width_ + w] += scale * (2 * in[h * width_ + w] * sum - sum_sq);
+        }
+      }
+    }
+  }
+}
+
+DOPPIO_INSTANTIATE_CLASS(PoolingLayer);
+REGISTER_LAYER_CLASS(Pooling);
+
+}  // namespace doppio

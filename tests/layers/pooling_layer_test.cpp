@@ -1,0 +1,340 @@
+#include "doppio/layers/pooling_layer.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "gradient_checker.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+
+template <typename Dtype>
+class PoolingLayerTest : public ::testing::Test {
+ protected:
+  LayerParameter Param(const std::string& pooling, const std::string& extra = "") {
+    return ParseText<LayerParameter>("name: 'pool' type: 'Pooling' pooling_param { " + pooling +
+                                     " } " + extra);
+  }
+  // Distinct values spaced well beyond the gradient checker's step, so no perturbation
+  // changes which element is the maximum.
+  void FillDistinct(Blob<Dtype>* blob) {
+    std::vector<int> order(blob->count());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng_.engine());
+    for (int i = 0; i < blob->count(); ++i) {
+      blob->mutable_cpu_data()[i] = Dtype(0.1) * order[i] - Dtype(0.05) * blob->count();
+    }
+  }
+  void Fill(Blob<Dtype>* blob, const std::vector<Dtype>& values) {
+    ASSERT_EQ(blob->count(), static_cast<int>(values.size()));
+    std::copy(values.begin(), values.end(), blob->mutable_cpu_data());
+  }
+  void ExpectTop(const Blob<Dtype>& top, const std::vector<Dtype>& expected) {
+    ASSERT_EQ(top.count(), static_cast<int>(expected.size()));
+    for (int i = 0; i < top.count(); ++i) {
+      EXPECT_NEAR(top.cpu_data()[i], expected[i], 1e-5) << "element " << i;
+    }
+  }
+
+  Rng rng_{4321};
+};
+
+TYPED_TEST_SUITE(PoolingLayerTest, TestDtypes);
+
+TYPED_TEST(PoolingLayerTest, MaxCeilOddSize) {
+  // 5x5, kernel 2, stride 2: CEIL gives 3x3, the last row and column of windows is clipped.
+  Blob<TypeParam> bottom({1, 1, 5, 5}), top, mask;
+  this->Fill(&bottom, {3, 1, 4, 1, 5,  //
+                       9, 2, 6, 5, 3,  //
+                       5, 8, 9, 7, 9,  //
+                       3, 2, 3, 8, 4,  //
+                       6, 2, 6, 4, 3});
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top, &mask};
+  PoolingLayer<TypeParam> layer(this->Param("pool: MAX kernel_size: 2 stride: 2"));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  ASSERT_EQ(top.shape(), std::vector<int>({1, 1, 3, 3}));
+  this->ExpectTop(top, {9, 6, 5, 8, 9, 9, 6, 6, 3});
+  this->ExpectTop(mask, {5, 7, 4, 11, 12, 14, 20, 22, 24});
+
+  // Backward routes each gradient to its argmax (same result with or without the mask top).
+  for (int i = 0; i < 9; ++i) top.mutable_cpu_diff()[i] = i + 1;
+  layer.Backward(t, {true}, b);
+  std::vector<TypeParam> expected(25, 0);
+  const int argmax[9] = {5, 7, 4, 11, 12, 14, 20, 22, 24};
+  for (int i = 0; i < 9; ++i) expected[argmax[i]] += i + 1;
+  for (int i = 0; i < 25; ++i) EXPECT_EQ(bottom.cpu_diff()[i], expected[i]) << i;
+
+  std::vector<Blob<TypeParam>*> t1 = {&top};
+  PoolingLayer<TypeParam> no_mask(this->Param("pool: MAX kernel_size: 2 stride: 2"));
+  no_mask.SetUp(b, t1);
+  no_mask.Forward(b, t1);
+  for (int i = 0; i < 9; ++i) top.mutable_cpu_diff()[i] = i + 1;
+  no_mask.Backward(t1, {true}, b);
+  for (int i = 0; i < 25; ++i) EXPECT_EQ(bottom.cpu_diff()[i], expected[i]) << i;
+
+  // FLOOR drops the partial windows: 2x2.
+  PoolingLayer<TypeParam> floor(
+      this->Param("pool: MAX kernel_size: 2 stride: 2 round_mode: FLOOR"));
+  floor.SetUp(b, t1);
+  floor.Forward(b, t1);
+  ASSERT_EQ(top.shape(), std::vector<int>({1, 1, 2, 2}));
+  this->ExpectTop(top, {9, 6, 8, 9});
+}
+
+TYPED_TEST(PoolingLayerTest, AveCeilClipsWithoutPadding) {
+  // 6x6 with x[h][w] = 6h + w, kernel 3, stride 2: CEIL gives 3x3 (FLOOR 2x2). The mean of a
+  // window is 6 * mean(h) + mean(w); the last windows cover only rows/columns 4 and 5.
+  Blob<TypeParam> bottom({1, 1, 6, 6}), top;
+  for (int i = 0; i < 36; ++i) bottom.mutable_cpu_data()[i] = i;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(this->Param("pool: AVE kernel_size: 3 stride: 2"));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  ASSERT_EQ(top.shape(), std::vector<int>({1, 1, 3, 3}));
+  const TypeParam mean[3] = {1, 3, 4.5};
+  std::vector<TypeParam> expected;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) expected.push_back(6 * mean[i] + mean[j]);
+  this->ExpectTop(top, expected);
+
+  PoolingLayer<TypeParam> floor(
+      this->Param("pool: AVE kernel_size: 3 stride: 2 round_mode: FLOOR"));
+  floor.SetUp(b, t);
+  EXPECT_EQ(top.shape(), std::vector<int>({1, 1, 2, 2}));
+}
+
+TYPED_TEST(PoolingLayerTest, AvePaddingDivisors) {
+  // All-ones 3x3, kernel 3, stride 1, pad 1: the divisor is always 9 (padding counts), so a
+  // corner sees 4 ones, an edge 6 and the centre 9.
+  Blob<TypeParam> bottom({1, 2, 3, 3}), top;
+  cpu_set(bottom.count(), TypeParam(1), bottom.mutable_cpu_data());
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(this->Param("pool: AVE kernel_size: 3 stride: 1 pad: 1"));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  ASSERT_EQ(top.shape(), std::vector<int>({1, 2, 3, 3}));
+  std::vector<TypeParam> plane = {4 / 9., 6 / 9., 4 / 9., 6 / 9., 1,
+                                  6 / 9., 4 / 9., 6 / 9., 4 / 9.};
+  std::vector<TypeParam> both = plane;
+  both.insert(both.end(), plane.begin(), plane.end());
+  this->ExpectTop(top, both);
+
+  // 4x4, kernel 3, stride 2, pad 1 -> 3x3. Windows start at -1, 1, 3; the last one is cut at
+  // the padded border (4 + 1), so its divisor is 2 (one image row plus one padding row):
+  // covered image rows [2, 3, 1] over divisors [3, 3, 2].
+  Blob<TypeParam> b4({1, 1, 4, 4});
+  cpu_set(b4.count(), TypeParam(1), b4.mutable_cpu_data());
+  std::vector<Blob<TypeParam>*> bb = {&b4};
+  PoolingLayer<TypeParam> clipped(this->Param("pool: AVE kernel_size: 3 stride: 2 pad: 1"));
+  clipped.SetUp(bb, t);
+  clipped.Forward(bb, t);
+  ASSERT_EQ(top.shape(), std::vector<int>({1, 1, 3, 3}));
+  const TypeParam r[3] = {2 / 3., 1, 1 / 2.};
+  std::vector<TypeParam> expected;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) expected.push_back(r[i] * r[j]);
+  this->ExpectTop(top, expected);
+}
+
+TYPED_TEST(PoolingLayerTest, CeilRuleWithPadding) {
+  // 4x4, kernel 3, stride 3, pad 1: CEIL alone gives 3 windows starting at -1, 2, 5, but 5
+  // lies beyond the image (4) plus padding, so Caffe's rule drops it: 2x2.
+  Blob<TypeParam> bottom({1, 1, 4, 4}), top;
+  for (int i = 0; i < 16; ++i) bottom.mutable_cpu_data()[i] = i;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(this->Param("pool: MAX kernel_size: 3 stride: 3 pad: 1"));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  ASSERT_EQ(top.shape(), std::vector<int>({1, 1, 2, 2}));
+  // Windows: rows [0, 2) and [2, 4), same for columns.
+  this->ExpectTop(top, {5, 7, 13, 15});
+  // Only the padded axis matters per axis, but the rule runs on both when either is padded.
+  PoolingLayer<TypeParam> hw(
+      this->Param("pool: MAX kernel_h: 3 kernel_w: 2 stride_h: 3 stride_w: 2 pad_h: 1 pad_w: 0"));
+  hw.SetUp(b, t);
+  EXPECT_EQ(top.shape(), std::vector<int>({1, 1, 2, 2}));
+}
+
+TYPED_TEST(PoolingLayerTest, GlobalPooling) {
+  Blob<TypeParam> bottom({2, 2, 2, 3}), top;
+  for (int i = 0; i < bottom.count(); ++i) bottom.mutable_cpu_data()[i] = (i * 7) % 12;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> max(this->Param("pool: MAX global_pooling: true"));
+  max.SetUp(b, t);
+  max.Forward(b, t);
+  ASSERT_EQ(top.shape(), std::vector<int>({2, 2, 1, 1}));
+  // Planes: {0,7,2,9,4,11}, {6,1,8,3,10,5}, {0,7,2,9,4,11}, {6,1,8,3,10,5}.
+  this->ExpectTop(top, {11, 10, 11, 10});
+  PoolingLayer<TypeParam> ave(this->Param("pool: AVE global_pooling: true"));
+  ave.SetUp(b, t);
+  ave.Forward(b, t);
+  this->ExpectTop(top, {33 / 6., 33 / 6., 33 / 6., 33 / 6.});
+}
+
+TYPED_TEST(PoolingLayerTest, StochasticTestIsWeightedAverage) {
+  // A 1x2 window [1, 3]: (1 * 1 + 3 * 3) / (1 + 3) = 2.5. Window [0, 0]: 0.
+  Blob<TypeParam> bottom({1, 1, 1, 4}), top;
+  this->Fill(&bottom, {1, 3, 0, 0});
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(
+      this->Param("pool: STOCHASTIC kernel_h: 1 kernel_w: 2 stride: 2", "phase: TEST"));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  this->ExpectTop(top, {2.5, 0});
+}
+
+TYPED_TEST(PoolingLayerTest, StochasticTrainSamplesByActivation) {
+  // One window [1, 3]: the 3 is drawn with probability 3/4.
+  Blob<TypeParam> bottom({1, 1, 1, 2}), top;
+  this->Fill(&bottom, {1, 3});
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(
+      this->Param("pool: STOCHASTIC kernel_h: 1 kernel_w: 2", "phase: TRAIN"));
+  layer.SetUp(b, t);
+  layer.set_seed(5);
+  int threes = 0;
+  const int trials = 4000;
+  for (int i = 0; i < trials; ++i) {
+    layer.Forward(b, t);
+    ASSERT_TRUE(top.cpu_data()[0] == 1 || top.cpu_data()[0] == 3);
+    threes += top.cpu_data()[0] == 3;
+  }
+  EXPECT_NEAR(static_cast<double>(threes) / trials, 0.75, 0.03);
+}
+
+TYPED_TEST(PoolingLayerTest, StochasticTrainGradientGoesToSample) {
+  Blob<TypeParam> bottom({2, 3, 5, 4}), top;
+  this->FillDistinct(&bottom);
+  // Stochastic pooling expects non-negative activations.
+  for (int i = 0; i < bottom.count(); ++i) {
+    bottom.mutable_cpu_data()[i] = std::abs(bottom.cpu_data()[i]) + TypeParam(0.01);
+  }
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(
+      this->Param("pool: STOCHASTIC kernel_size: 3 stride: 2", "phase: TRAIN"));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  ASSERT_EQ(top.shape(), std::vector<int>({2, 3, 2, 2}));
+  for (int i = 0; i < top.count(); ++i) top.mutable_cpu_diff()[i] = i + 1;
+  layer.Backward(t, {true}, b);
+  // Every output value must come from its window, and exactly that element gets its gradient.
+  std::vector<TypeParam> expected(bottom.count(), 0);
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 3; ++c)
+      for (int ph = 0; ph < 2; ++ph)
+        for (int pw = 0; pw < 2; ++pw) {
+          const TypeParam v = top.data_at(n, c, ph, pw);
+          int found = -1;
+          for (int h = ph * 2; h < std::min(ph * 2 + 3, 5); ++h)
+            for (int w = pw * 2; w < std::min(pw * 2 + 3, 4); ++w)
+              if (bottom.data_at(n, c, h, w) == v) found = bottom.offset(n, c, h, w);
+          ASSERT_GE(found, 0) << "output " << n << "," << c << "," << ph << "," << pw
+                              << " is not an element of its window";
+          expected[found] += top.cpu_diff()[top.offset(n, c, ph, pw)];
+        }
+  for (int i = 0; i < bottom.count(); ++i) EXPECT_EQ(bottom.cpu_diff()[i], expected[i]) << i;
+}
+
+TYPED_TEST(PoolingLayerTest, GradientMax) {
+  Blob<TypeParam> bottom({2, 2, 5, 4}), top;
+  this->FillDistinct(&bottom);
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(this->Param("pool: MAX kernel_h: 3 kernel_w: 2 stride: 2"));
+  GradientChecker<TypeParam> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(&layer, b, t);
+}
+
+TYPED_TEST(PoolingLayerTest, GradientMaxPaddedWithMaskTop) {
+  Blob<TypeParam> bottom({1, 2, 4, 5}), top, mask;
+  this->FillDistinct(&bottom);
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top, &mask};
+  PoolingLayer<TypeParam> layer(this->Param("pool: MAX kernel_size: 3 stride: 2 pad: 1"));
+  GradientChecker<TypeParam> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(&layer, b, t);
+}
+
+TYPED_TEST(PoolingLayerTest, GradientAve) {
+  Blob<TypeParam> bottom({2, 2, 5, 4}), top;
+  FillGaussian(&bottom, this->rng_);
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(this->Param("pool: AVE kernel_size: 3 stride: 2"));
+  GradientChecker<TypeParam> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(&layer, b, t);
+}
+
+TYPED_TEST(PoolingLayerTest, GradientAvePadded) {
+  Blob<TypeParam> bottom({1, 2, 5, 4}), top;
+  FillGaussian(&bottom, this->rng_);
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(
+      this->Param("pool: AVE kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1 pad_h: 2 pad_w: 1"));
+  GradientChecker<TypeParam> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(&layer, b, t);
+}
+
+TYPED_TEST(PoolingLayerTest, GradientGlobalAve) {
+  Blob<TypeParam> bottom({2, 3, 3, 2}), top;
+  FillGaussian(&bottom, this->rng_);
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(this->Param("pool: AVE global_pooling: true"));
+  GradientChecker<TypeParam> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(&layer, b, t);
+}
+
+TYPED_TEST(PoolingLayerTest, GradientStochasticTest) {
+  Blob<TypeParam> bottom({1, 2, 4, 5}), top;
+  FillUniform(&bottom, this->rng_, TypeParam(0.5), TypeParam(2));
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  PoolingLayer<TypeParam> layer(
+      this->Param("pool: STOCHASTIC kernel_size: 3 stride: 2", "phase: TEST"));
+  GradientChecker<TypeParam> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(&layer, b, t);
+}
+
+TYPED_TEST(PoolingLayerTest, RejectsBadParameters) {
+  using ::testing::AllOf;
+  using ::testing::HasSubstr;
+  const auto err = [this](const std::string& p, const std::vector<int>& shape,
+                          int tops = 1) -> std::string {
+    Blob<TypeParam> bottom(shape), top, top2;
+    std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+    if (tops == 2) t.push_back(&top2);
+    PoolingLayer<TypeParam> layer(
+        ParseText<LayerParameter>("name: 'bad_pool' type: 'Pooling' pooling_param { " + p + " }"));
+    try {
+      layer.SetUp(b, t);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::vector<int> shape = {1, 2, 4, 5};
+  const auto named = HasSubstr("layer 'bad_pool' (Pooling)");
+  EXPECT_THAT(err("kernel_size: 5", shape), AllOf(named, HasSubstr("larger than the padded")));
+  EXPECT_THAT(err("kernel_size: 6 pad: 1", {1, 1, 3, 3}),
+              AllOf(named, HasSubstr("larger than the padded")));
+  EXPECT_EQ(err("kernel_size: 5 pad: 1", shape), "");
+  EXPECT_THAT(err("kernel_size: 3 pad: 3", shape), AllOf(named, HasSubstr("pad")));
+  EXPECT_THAT(err("global_pooling: true kernel_size: 2", shape),
+              AllOf(named, HasSubstr("global_pooling"), HasSubstr("kernel")));
+  EXPECT_THAT(err("global_pooling: true pad: 1", shape), AllOf(named, HasSubstr("pad")));
+  EXPECT_THAT(err("pool: STOCHASTIC kernel_size: 3 pad: 1", shape), AllOf(named, HasSubstr("pad")));
+  EXPECT_THAT(err("stride: 2", shape), AllOf(named, HasSubstr("kernel_size")));
+  EXPECT_THAT(err("kernel_size: 0", shape), AllOf(named, HasSubstr("kernel")));
+  EXPECT_THAT(err("kernel_size: 2 stride: 0", shape), AllOf(named, HasSubstr("stride")));
+  EXPECT_THAT(err("kernel_size: 2 kernel_h: 2 kernel_w: 2", shape),
+              AllOf(named, HasSubstr("kernel_h")));
+  EXPECT_THAT(err("kernel_h: 2", shape), AllOf(named, HasSubstr("kernel_w")));
+  EXPECT_THAT(err("kernel_size: 2", {1, 2, 0, 5}), AllOf(named, HasSubstr("empty")));
+  EXPECT_THAT(err("kernel_size: 2", {2, 4, 5}), AllOf(named, HasSubstr("4 axes")));
+  EXPECT_THAT(err("pool: AVE kernel_size: 2", shape, 2), named);
+  EXPECT_EQ(err("pool: MAX kernel_size: 2", shape, 2), "");
+}
+
+}  // namespace doppio
