@@ -28,11 +28,19 @@ std::string CpuModelName() {
 }
 
 #ifdef DOPPIO_WITH_CUDA
+int Attribute(cudaDeviceAttr attribute, int device) {
+  int value = 0;
+  cudaDeviceGetAttribute(&value, attribute, device);
+  return value;
+}
+
 void QueryGpu(int device) {
   cudaDeviceProp prop;
   const cudaError_t status = cudaGetDeviceProperties(&prop, device);
   DOPPIO_ENSURE(status == cudaSuccess)
       << "device_query: GPU " << device << ": " << cudaGetErrorString(status);
+  // Clock rate, copy/compute overlap and the kernel timeout come from attributes: newer CUDA
+  // releases dropped those fields from cudaDeviceProp.
   LOG(INFO) << "Device id:                     " << device;
   LOG(INFO) << "Major revision number:         " << prop.major;
   LOG(INFO) << "Minor revision number:         " << prop.minor;
@@ -47,12 +55,14 @@ void QueryGpu(int device) {
             << prop.maxThreadsDim[1] << ", " << prop.maxThreadsDim[2];
   LOG(INFO) << "Maximum dimension of grid:     " << prop.maxGridSize[0] << ", "
             << prop.maxGridSize[1] << ", " << prop.maxGridSize[2];
-  LOG(INFO) << "Clock rate:                    " << prop.clockRate;
+  LOG(INFO) << "Clock rate:                    " << Attribute(cudaDevAttrClockRate, device);
   LOG(INFO) << "Total constant memory:         " << prop.totalConstMem;
   LOG(INFO) << "Texture alignment:             " << prop.textureAlignment;
-  LOG(INFO) << "Concurrent copy and execution: " << (prop.deviceOverlap ? "Yes" : "No");
+  LOG(INFO) << "Concurrent copy and execution: "
+            << (Attribute(cudaDevAttrAsyncEngineCount, device) > 0 ? "Yes" : "No");
   LOG(INFO) << "Number of multiprocessors:     " << prop.multiProcessorCount;
-  LOG(INFO) << "Kernel execution timeout:      " << (prop.kernelExecTimeoutEnabled ? "Yes" : "No");
+  LOG(INFO) << "Kernel execution timeout:      "
+            << (Attribute(cudaDevAttrKernelExecTimeout, device) ? "Yes" : "No");
 }
 #endif
 
