@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "doppio/solvers/lr_policy.hpp"
 #include "doppio/util/io.hpp"
 #include "solver_test_util.hpp"
 
@@ -285,6 +286,31 @@ TYPED_TEST(SolverTest, DisplayLogsInCaffesForm) {
                             line.find("(* 1 = ") != std::string::npos);
   }
   EXPECT_TRUE(weighted);
+}
+
+}  // namespace
+}  // namespace doppio
+
+namespace doppio {
+namespace {
+
+// The solver files shipped under models/ name known solver types and lr policies.
+TEST(ShippedSolversTest, EverySolverFileIsValid) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(DOPPIO_SOURCE_DIR "/models")) {
+    const auto file = entry.path() / "solver.prototxt";
+    if (!std::filesystem::exists(file)) continue;
+    SCOPED_TRACE(file.string());
+    SolverParameter param = ReadSolverParamsFromTextFile(file.string());
+    UpgradeSolverType(&param);
+    const auto types = SolverRegistry<float>::Types();
+    EXPECT_NE(std::find(types.begin(), types.end(), param.type()), types.end());
+    EXPECT_NO_THROW(CheckLearningRatePolicy(param));
+    EXPECT_TRUE(param.has_net());
+    EXPECT_TRUE(std::filesystem::exists(std::string(DOPPIO_SOURCE_DIR "/") + param.net()));
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
 }
 
 }  // namespace
