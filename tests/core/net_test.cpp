@@ -3,6 +3,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -45,8 +46,9 @@ TYPED_TEST_SUITE(NetTest, TestDtypes);
 TYPED_TEST(NetTest, BuildsAndComputesLoss) {
   Net<TypeParam> net(this->Parse(kTinyNet));
   EXPECT_EQ(net.layers().size(), 5u);
-  EXPECT_EQ(net.learnable_params().size(), 3u);
-  EXPECT_EQ(net.arena_count(), 3u * 2 + 2 + 2);
+  // ip1 weight and bias, ip2 weight and bias.
+  EXPECT_EQ(net.learnable_params().size(), 4u);
+  EXPECT_EQ(net.arena_count(), 3u * 2 + 2 + 2 + 1);
   FillInputs(net, 3);
   TypeParam loss = 0;
   net.Forward(&loss);
@@ -224,16 +226,21 @@ TYPED_TEST(NetTest, BackwardPruningAndPropagateDown) {
     layer { name: "loss" type: "EuclideanLoss" bottom: "y" bottom: "t" top: "loss" }
   )";
   Net<TypeParam> net(this->Parse(text));
+  // A Split follows "in" because x feeds two layers, so look layers up by name.
+  const auto index = [&net](const std::string& name) {
+    return std::find(net.layer_names().begin(), net.layer_names().end(), name) -
+           net.layer_names().begin();
+  };
   const auto& need = net.layer_need_backward();
-  EXPECT_FALSE(need[1]) << "frozen layer with lr_mult 0 and no gradient below";
-  EXPECT_TRUE(need[2]);
-  EXPECT_FALSE(need[3]) << "layer that no loss depends on";
-  EXPECT_TRUE(need[4]);
+  EXPECT_FALSE(need[index("frozen")]) << "frozen layer with lr_mult 0 and no gradient below";
+  EXPECT_TRUE(need[index("ip")]);
+  EXPECT_FALSE(need[index("side")]) << "layer that no loss depends on";
+  EXPECT_TRUE(need[index("loss")]);
 
   NetParameter stop = this->Parse(text);
   stop.mutable_layer(2)->add_propagate_down(false);
   Net<TypeParam> stopped(stop);
-  EXPECT_FALSE(stopped.bottom_need_backward()[2][0]);
+  EXPECT_FALSE(stopped.bottom_need_backward()[index("ip")][0]);
 
   NetParameter forced = this->Parse(text);
   forced.set_force_backward(true);
@@ -241,13 +248,13 @@ TYPED_TEST(NetTest, BackwardPruningAndPropagateDown) {
   for (bool b : all.layer_need_backward()) EXPECT_TRUE(b);
   EXPECT_TRUE(all.bottom_need_backward()[4][0]);
   // Euclidean loss allows a gradient into its second bottom when forced.
-  EXPECT_TRUE(all.bottom_need_backward()[4][1]);
+  EXPECT_TRUE(all.bottom_need_backward()[index("loss")][1]);
 }
 
 TYPED_TEST(NetTest, ArenaIsInBackwardOrderAndCallbacksFire) {
   Net<TypeParam> net(this->Parse(kTinyNet));
   // ip2 (layer 3) finishes first, so its weight sits at the start of the arena.
-  ASSERT_EQ(net.learnable_params().size(), 3u);
+  ASSERT_EQ(net.learnable_params().size(), 4u);
   EXPECT_EQ(net.learnable_params()[0], net.layer_by_name("ip2")->blobs()[0].get());
   EXPECT_EQ(net.learnable_param_offsets()[0], 0u);
   EXPECT_EQ(net.learnable_params()[0]->cpu_data(), net.arena_data());
