@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <iomanip>
 #include <random>
-#include <set>
 #include <sstream>
 
 #include "doppio/solvers/lr_policy.hpp"
