@@ -40,13 +40,6 @@ class TempDir {
   std::string path_;
 };
 
-// Runs build/tools/doppio with `args` from the source root (stdout and stderr together).
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
-CommandResult RunDoppio(const std::string& args);
-
 }  // namespace doppio
 
 #include <google/protobuf/text_format.h>

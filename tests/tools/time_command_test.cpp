@@ -1,13 +1,29 @@
 // `doppio time` end to end: the binary is run as a user would run it.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
+#include "cli_test_util.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
 namespace {
+
+// Runs doppio from the source root, so models/ paths resolve.
+cli_test::Result RunFromSourceRoot(const std::string& args) {
+  TempDir dir;
+  std::vector<std::string> argv;
+  std::istringstream words(args);
+  for (std::string word; words >> word;) argv.push_back(word);
+  const std::string cwd = std::filesystem::current_path();
+  std::filesystem::current_path(DOPPIO_SOURCE_DIR);
+  cli_test::Result result = cli_test::RunDoppio(argv, dir.path() + "/log");
+  std::filesystem::current_path(cwd);
+  return result;
+}
 
 std::string WriteFile(const TempDir& dir, const std::string& name, const std::string& text) {
   const std::string path = dir.path() + "/" + name;
@@ -16,7 +32,7 @@ std::string WriteFile(const TempDir& dir, const std::string& name, const std::st
 }
 
 TEST(TimeCommand, TimesLeNetAndPrintsPerLayerTable) {
-  const CommandResult run = RunDoppio(
+  const cli_test::Result run = RunFromSourceRoot(
       "time --model=models/lenet/train_val.prototxt --iterations=2 --input_shape=1,28,28 "
       "--batch=4");
   EXPECT_EQ(run.exit_code, 0) << run.output;
@@ -28,7 +44,7 @@ TEST(TimeCommand, TimesLeNetAndPrintsPerLayerTable) {
 }
 
 TEST(TimeCommand, MissingModelFile) {
-  const CommandResult run = RunDoppio("time --model=/no/such/net.prototxt");
+  const cli_test::Result run = RunFromSourceRoot("time --model=/no/such/net.prototxt");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.output.find("/no/such/net.prototxt"), std::string::npos) << run.output;
 }
@@ -37,7 +53,7 @@ TEST(TimeCommand, MalformedPrototxtNamesLineAndColumn) {
   TempDir dir;
   const std::string path = WriteFile(
       dir, "bad.prototxt", "name: 'x'\nlayer {\n  name: 'a'\n  type: 'ReLU'\n  bottom 'x'\n}\n");
-  const CommandResult run = RunDoppio("time --model=" + path);
+  const cli_test::Result run = RunFromSourceRoot("time --model=" + path);
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.output.find(path + ":5:"), std::string::npos) << run.output;
 }
@@ -49,7 +65,7 @@ TEST(TimeCommand, UnknownLayerType) {
                 "layer { name: 'in' type: 'Input' top: 'x' input_param { "
                 "shape { dim: 1 dim: 2 } } }\n"
                 "layer { name: 'warp' type: 'WarpDrive' bottom: 'x' top: 'y' }\n");
-  const CommandResult run = RunDoppio("time --model=" + path);
+  const cli_test::Result run = RunFromSourceRoot("time --model=" + path);
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.output.find("'warp'"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("WarpDrive"), std::string::npos) << run.output;
@@ -63,14 +79,14 @@ TEST(TimeCommand, KernelLargerThanInputIsAnErrorNotACrash) {
       "dim: 4 } } }\n"
       "layer { name: 'conv' type: 'Convolution' bottom: 'x' top: 'y' convolution_param { "
       "num_output: 2 kernel_size: 7 } }\n");
-  const CommandResult run = RunDoppio("time --model=" + path);
+  const cli_test::Result run = RunFromSourceRoot("time --model=" + path);
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.output.find("'conv'"), std::string::npos) << run.output;
 }
 
 TEST(TimeCommand, UnknownCommandAndHelp) {
-  EXPECT_EQ(RunDoppio("frobnicate").exit_code, 2);
-  const CommandResult help = RunDoppio("--help");
+  EXPECT_EQ(RunFromSourceRoot("frobnicate").exit_code, 2);
+  const cli_test::Result help = RunFromSourceRoot("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("time"), std::string::npos);
 }
