@@ -487,8 +487,9 @@ void MpiCommunicator::Impl::Run() {
     }
     for (auto it = active.begin(); it != active.end();) {
       if ((*it)->Progress(*this)) {
-        (*it)->handle->MarkDone(CommClockSeconds());
+        // Counted before the waiter wakes: once Wait returns, nothing is in flight for it.
         ++completed;
+        (*it)->handle->MarkDone(CommClockSeconds());
         it = active.erase(it);
         progressed = true;
       } else {
@@ -704,7 +705,7 @@ void MpiCommunicator::set_device_memory_ops(std::shared_ptr<DeviceMemoryOps> ops
   DOPPIO_ENSURE(chunk_bytes > 0) << "staging chunk size must be positive";
   // Taken under the queue lock: the thread reads these only while starting operations.
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  DOPPIO_ENSURE(impl_->queue.empty() && impl_->active.empty())
+  DOPPIO_ENSURE(impl_->issued.load() == impl_->completed.load())
       << "device memory operations can only be changed while no operation is in flight";
   if (impl_->device_ops) {
     for (void* buffer : impl_->pinned_pool) impl_->device_ops->FreePinned(buffer);
