@@ -136,24 +136,24 @@ void BaseConvolutionLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVe
 
 template <typename Dtype>
 void BaseConvolutionLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top) {
-  const std::string who = this->Describe();
+  // Runs before every Forward: messages are only built on failure.
   const Blob<Dtype>& in = *bottom[0];
   DOPPIO_ENSURE(in.num_axes() == channel_axis_ + 3)
-      << who << ": input shape " << in.shape_string()
+      << this->Describe() << ": input shape " << in.shape_string()
       << " does not have 2 spatial axes after the channel axis " << channel_axis_;
   DOPPIO_ENSURE(in.shape(channel_axis_) == channels_)
-      << who << ": input " << in.shape_string() << " has " << in.shape(channel_axis_)
+      << this->Describe() << ": input " << in.shape_string() << " has " << in.shape(channel_axis_)
       << " channels, but the layer was set up for " << channels_;
   for (size_t i = 1; i < bottom.size(); ++i) {
     DOPPIO_ENSURE(bottom[i]->shape() == in.shape())
-        << who << ": all bottoms must have the same shape; bottom 0 is " << in.shape_string()
-        << ", bottom " << i << " is " << bottom[i]->shape_string();
+        << this->Describe() << ": all bottoms must have the same shape; bottom 0 is "
+        << in.shape_string() << ", bottom " << i << " is " << bottom[i]->shape_string();
   }
   num_ = in.count(0, channel_axis_);
   input_shape_[0] = in.shape(channel_axis_ + 1);
   input_shape_[1] = in.shape(channel_axis_ + 2);
   DOPPIO_ENSURE(input_shape_[0] > 0 && input_shape_[1] > 0)
-      << who << ": input " << in.shape_string() << " has an empty spatial axis";
+      << this->Describe() << ": input " << in.shape_string() << " has an empty spatial axis";
   compute_output_shape();
 
   std::vector<int> top_shape(in.shape().begin(), in.shape().begin() + channel_axis_);
