@@ -27,6 +27,7 @@ void ConvolutionLayer<Dtype>::compute_output_shape() {
 
 template <typename Dtype>
 void ConvolutionLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  if (this->num_ == 0) return;  // an empty batch has no buffers to touch
   const Dtype* weight = this->blobs_[0]->cpu_data();
   const Dtype* bias = this->bias_term_ ? this->blobs_[1]->cpu_data() : nullptr;
   const int chunk = this->images_per_gemm();
@@ -51,6 +52,7 @@ template <typename Dtype>
 void ConvolutionLayer<Dtype>::Backward_cpu(const BlobVec& top,
                                            const std::vector<bool>& propagate_down,
                                            const BlobVec& bottom) {
+  if (this->num_ == 0) return;
   const Dtype* weight = this->blobs_[0]->cpu_data();
   const bool weight_grad = this->param_propagate_down(0);
   const bool bias_grad = this->bias_term_ && this->param_propagate_down(1);

@@ -252,6 +252,7 @@ void LRNLayer<Dtype>::WithinChannelBackward(const Dtype* in, const Dtype* top_di
 
 template <typename Dtype>
 void LRNLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  if (top[0]->count() == 0) return;  // an empty batch has no buffers to touch
   const Dtype* in = bottom[0]->cpu_data();
   Dtype* out = top[0]->mutable_cpu_data();
   Dtype* scale = scale_.mutable_cpu_data();
@@ -269,7 +270,7 @@ void LRNLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
 template <typename Dtype>
 void LRNLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                    const BlobVec& bottom) {
-  if (!propagate_down[0]) return;
+  if (!propagate_down[0] || top[0]->count() == 0) return;
   const Dtype* in = bottom[0]->cpu_data();
   const Dtype* top_diff = top[0]->cpu_diff();
   const Dtype* scale = scale_.cpu_data();

@@ -217,6 +217,7 @@ void PoolingLayer<Dtype>::ForwardStochasticTest(const Dtype* in, Dtype* out) {
 
 template <typename Dtype>
 void PoolingLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  if (top[0]->count() == 0) return;  // an empty batch has no buffers to touch
   const Dtype* in = bottom[0]->cpu_data();
   Dtype* out = top[0]->mutable_cpu_data();
   const int planes = num_ * channels_;
@@ -259,7 +260,7 @@ void PoolingLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top)
 template <typename Dtype>
 void PoolingLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                        const BlobVec& bottom) {
-  if (!propagate_down[0]) return;
+  if (!propagate_down[0] || top[0]->count() == 0) return;
   const Dtype* top_diff = top[0]->cpu_diff();
   Dtype* bottom_diff = bottom[0]->mutable_cpu_diff();
   cpu_set(bottom[0]->count(), Dtype(0), bottom_diff);

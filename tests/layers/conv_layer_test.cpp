@@ -402,6 +402,19 @@ TYPED_TEST(ConvolutionLayerTest, RejectsBadParameters) {
   EXPECT_EQ(err("num_output: 2 kernel_size: 7 pad: 1", shape), "");
 }
 
+TYPED_TEST(ConvolutionLayerTest, EmptyBatchIsFine) {
+  Blob<TypeParam> bottom({0, 4, 6, 5}), top;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  ConvolutionLayer<TypeParam> layer(
+      ParseText<LayerParameter>(ConvText(2, {3, 3, 1, 1, 1, 1, 1, 1, 1})));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  EXPECT_EQ(top.shape(), std::vector<int>({0, 2, 6, 5}));
+  cpu_set(layer.blobs()[0]->count(), TypeParam(0), layer.blobs()[0]->mutable_cpu_diff());
+  layer.Backward(t, {true}, b);
+  EXPECT_EQ(layer.blobs()[0]->asum_diff(), 0);
+}
+
 TYPED_TEST(ConvolutionLayerTest, ReshapeRejectsChangedChannels) {
   ConvolutionLayer<TypeParam> layer(
       ParseText<LayerParameter>(ConvText(2, {3, 3, 1, 1, 1, 1, 1, 1, 1})));

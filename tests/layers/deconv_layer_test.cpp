@@ -164,6 +164,17 @@ TYPED_TEST(DeconvolutionLayerTest, Gradient1x1) {
   checker.CheckGradientExhaustive(&layer, b, t);
 }
 
+TYPED_TEST(DeconvolutionLayerTest, EmptyBatchIsFine) {
+  Blob<TypeParam> bottom({0, 2, 3, 3}), top;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  DeconvolutionLayer<TypeParam> layer(
+      ParseText<LayerParameter>(DeconvText(2, {3, 3, 2, 2, 1, 1, 1, 1, 1})));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  EXPECT_EQ(top.shape(), std::vector<int>({0, 2, 5, 5}));
+  layer.Backward(t, {true}, b);
+}
+
 TYPED_TEST(DeconvolutionLayerTest, RejectsBadParameters) {
   using ::testing::AllOf;
   using ::testing::HasSubstr;

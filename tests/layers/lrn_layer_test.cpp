@@ -169,6 +169,16 @@ TYPED_TEST(LRNLayerTest, GradientWithinChannelWideWindow) {
   checker.CheckGradientExhaustive(&layer, b, t);
 }
 
+TYPED_TEST(LRNLayerTest, EmptyBatchIsFine) {
+  Blob<TypeParam> bottom({0, 3, 2, 2}), top;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  LRNLayer<TypeParam> layer(this->Param("local_size: 3"));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  EXPECT_EQ(top.shape(), bottom.shape());
+  layer.Backward(t, {true}, b);
+}
+
 TYPED_TEST(LRNLayerTest, RejectsBadInput) {
   using ::testing::AllOf;
   using ::testing::HasSubstr;
