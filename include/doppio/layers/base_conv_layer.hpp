@@ -54,9 +54,6 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   // False for Convolution (bottom is the convolution's input), true for Deconvolution.
   virtual bool reverse_dimensions() const = 0;
 
-  int input_h() const { return input_shape_[0]; }
-  int input_w() const { return input_shape_[1]; }
-
   // Read from ConvolutionParameter.
   int kernel_h_ = 0, kernel_w_ = 0;
   int stride_h_ = 1, stride_w_ = 1;
