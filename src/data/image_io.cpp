@@ -90,9 +90,10 @@ std::string Lower(std::string text) {
 }  // namespace
 
 bool ReadImageToDatum(const std::string& path, int label, int height, int width, bool is_color,
-                      const std::string& encoding, Datum* datum) {
+                      const std::string& encoding, Datum* datum, std::vector<int>* shape) {
   const cv::Mat image = ReadImage(path, height, width, is_color);
   if (image.empty()) return false;
+  if (shape != nullptr) *shape = {image.channels(), image.rows, image.cols};
   datum->Clear();
   datum->set_label(label);
   if (encoding.empty()) {

@@ -2,6 +2,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -32,7 +33,9 @@ cv::Mat DatumToMat(const Datum& datum, int flag);
 // image encoded in that format ("jpg", "png", ...): the file's own bytes when no resize is
 // asked and the file already has that format, else re-encoded. Returns false when the file
 // is missing or does not decode.
+// `shape`, when given, receives the image's {C, H, W}.
 bool ReadImageToDatum(const std::string& path, int label, int height, int width, bool is_color,
-                      const std::string& encoding, Datum* datum);
+                      const std::string& encoding, Datum* datum,
+                      std::vector<int>* shape = nullptr);
 
 }  // namespace doppio
