@@ -114,7 +114,7 @@ class LmdbTransaction : public Transaction {
 
 class LmdbDB : public DB {
  public:
-  LmdbDB(const std::string& source, Mode mode) {
+  LmdbDB(const std::string& source, Mode mode, std::size_t map_bytes) {
     source_ = source;
     std::error_code error;
     if (mode == Mode::kNew) {
@@ -133,7 +133,7 @@ class LmdbDB : public DB {
     }
     CheckMdb(mdb_env_create(&env_), source, "mdb_env_create");
     if (mode == Mode::kNew) {
-      CheckMdb(mdb_env_set_mapsize(env_, std::size_t(1) << 30), source, "mdb_env_set_mapsize");
+      CheckMdb(mdb_env_set_mapsize(env_, map_bytes), source, "mdb_env_set_mapsize");
       Open(MDB_NOTLS, 0664);
     } else {
       // A data set on a read-only file system cannot take a lock file; reading without locks
@@ -185,8 +185,8 @@ class LmdbDB : public DB {
 
 }  // namespace
 
-std::unique_ptr<DB> OpenLMDB(const std::string& source, Mode mode) {
-  return std::make_unique<LmdbDB>(source, mode);
+std::unique_ptr<DB> OpenLMDB(const std::string& source, Mode mode, std::size_t map_bytes) {
+  return std::make_unique<LmdbDB>(source, mode, map_bytes);
 }
 
 std::unique_ptr<DB> OpenDB(DataParameter::DB backend, const std::string& source, Mode mode,

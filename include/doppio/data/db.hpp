@@ -48,8 +48,10 @@ class DB {
 };
 
 // Opens an LMDB folder. kRead: it must exist (Error naming the path otherwise); kNew: it must
-// not exist yet and is created. Errors name the path and the cause.
-std::unique_ptr<DB> OpenLMDB(const std::string& source, Mode mode);
+// not exist yet and is created with a map of `map_bytes` (doubled whenever a commit fills
+// it). Errors name the path and the cause.
+std::unique_ptr<DB> OpenLMDB(const std::string& source, Mode mode,
+                             std::size_t map_bytes = std::size_t(1) << 30);
 
 // Opens by backend: DataParameter::LMDB works, DataParameter::LEVELDB throws Error. `who`
 // prefixes error messages (e.g. the layer's description).

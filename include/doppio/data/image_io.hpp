@@ -35,7 +35,6 @@ cv::Mat DatumToMat(const Datum& datum, int flag);
 // is missing or does not decode.
 // `shape`, when given, receives the image's {C, H, W}.
 bool ReadImageToDatum(const std::string& path, int label, int height, int width, bool is_color,
-                      const std::string& encoding, Datum* datum,
-                      std::vector<int>* shape = nullptr);
+                      const std::string& encoding, Datum* datum, std::vector<int>* shape = nullptr);
 
 }  // namespace doppio
