@@ -82,6 +82,22 @@ void DataTransformer<Dtype>::CheckCrop(int height, int width, const std::string&
       << DatumShapeString(channels, height, width) << ")";
 }
 
+template <typename Dtype>
+void DataTransformer<Dtype>::CheckMean(int channels, int height, int width,
+                                       const std::string& where) const {
+  if (!mean_.empty()) {
+    DOPPIO_ENSURE(mean_channels_ == channels && mean_height_ == height && mean_width_ == width)
+        << owner_ << ": mean file '" << param_.mean_file() << "' has shape "
+        << DatumShapeString(mean_channels_, mean_height_, mean_width_) << " but " << where << " is "
+        << DatumShapeString(channels, height, width)
+        << " (the mean must have the record's full, uncropped shape)";
+  }
+  const int num_values = param_.mean_value_size();
+  DOPPIO_ENSURE(num_values == 0 || num_values == 1 || num_values == channels)
+      << owner_ << ": transform_param has " << num_values << " mean_value entries but " << where
+      << " has " << channels << " channels; give one for all channels or one per channel";
+}
+
 namespace {
 // Checks that a raw datum's pixels agree with its shape; returns the pixel count.
 std::size_t CheckRawDatum(const Datum& datum, const std::string& owner, const std::string& where) {
@@ -112,6 +128,7 @@ std::vector<int> DataTransformer<Dtype>::InferShape(const Datum& datum,
   }
   CheckRawDatum(datum, owner_, where);
   CheckCrop(datum.height(), datum.width(), where, datum.channels());
+  CheckMean(datum.channels(), datum.height(), datum.width(), where);
   const int crop = static_cast<int>(param_.crop_size());
   return {datum.channels(), crop > 0 ? crop : datum.height(), crop > 0 ? crop : datum.width()};
 }
@@ -120,6 +137,7 @@ template <typename Dtype>
 std::vector<int> DataTransformer<Dtype>::InferShape(const cv::Mat& image,
                                                     const std::string& where) const {
   CheckCrop(image.rows, image.cols, where, image.channels());
+  CheckMean(image.channels(), image.rows, image.cols, where);
   const int crop = static_cast<int>(param_.crop_size());
   return {image.channels(), crop > 0 ? crop : image.rows, crop > 0 ? crop : image.cols};
 }
@@ -155,17 +173,8 @@ void DataTransformer<Dtype>::TransformPixels(const Src* src, std::size_t channel
   const bool mirror = phase_ == TRAIN && draw.mirror;
   const Dtype scale = static_cast<Dtype>(param_.scale());
   const bool use_mean_file = !mean_.empty();
-  if (use_mean_file) {
-    DOPPIO_ENSURE(mean_channels_ == channels && mean_height_ == height && mean_width_ == width)
-        << owner_ << ": mean file '" << param_.mean_file() << "' has shape "
-        << DatumShapeString(mean_channels_, mean_height_, mean_width_) << " but " << where << " is "
-        << DatumShapeString(channels, height, width)
-        << " (the mean must have the record's full, uncropped shape)";
-  }
+  CheckMean(channels, height, width, where);
   const int num_values = param_.mean_value_size();
-  DOPPIO_ENSURE(num_values == 0 || num_values == 1 || num_values == channels)
-      << owner_ << ": transform_param has " << num_values << " mean_value entries but " << where
-      << " has " << channels << " channels; give one for all channels or one per channel";
 
   for (int c = 0; c < channels; ++c) {
     const Dtype channel_mean =

@@ -69,6 +69,7 @@ class DataTransformer {
                        const Draw& draw, Dtype* out, const std::string& where,
                        const std::vector<int>* expected) const;
   void CheckCrop(int height, int width, const std::string& where, int channels) const;
+  void CheckMean(int channels, int height, int width, const std::string& where) const;
   int DecodeFlag() const;
 
   TransformationParameter param_;
