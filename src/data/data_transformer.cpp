@@ -212,6 +212,10 @@ void DataTransformer<Dtype>::Transform(const Datum& datum, const Draw& draw, Dty
     return;
   }
   CheckRawDatum(datum, owner_, where);
+  if (param_.force_color() || param_.force_gray()) {
+    LOG_FIRST_N(WARNING, 1) << owner_ << ": transform_param.force_color / force_gray apply to "
+                            << "encoded records only; raw records keep their channels";
+  }
   const int channels = datum.channels(), height = datum.height(), width = datum.width();
   const std::size_t plane = static_cast<std::size_t>(height) * width;
   if (!datum.data().empty()) {

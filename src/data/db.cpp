@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -24,10 +26,19 @@ void CheckMdb(int rc, const std::string& source, const char* what) {
       << Where(source) << ": " << what << " failed (" << mdb_strerror(rc) << ")";
 }
 
+// One LMDB environment; closed when the last DB, cursor or transaction using it goes.
+struct Env {
+  MDB_env* env = nullptr;
+  ~Env() {
+    if (env != nullptr) mdb_env_close(env);
+  }
+};
+
 class LmdbCursor : public Cursor {
  public:
-  LmdbCursor(MDB_env* env, const std::string& source) : source_(source) {
-    CheckMdb(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn_), source_, "mdb_txn_begin");
+  LmdbCursor(std::shared_ptr<Env> env, const std::string& source)
+      : env_(std::move(env)), source_(source) {
+    CheckMdb(mdb_txn_begin(env_->env, nullptr, MDB_RDONLY, &txn_), source_, "mdb_txn_begin");
     int rc = mdb_dbi_open(txn_, nullptr, 0, &dbi_);
     if (rc == MDB_SUCCESS) rc = mdb_cursor_open(txn_, dbi_, &cursor_);
     if (rc != MDB_SUCCESS) {
@@ -61,6 +72,7 @@ class LmdbCursor : public Cursor {
     valid_ = true;
   }
 
+  std::shared_ptr<Env> env_;
   std::string source_;
   MDB_txn* txn_ = nullptr;
   MDB_dbi dbi_ = 0;
@@ -71,7 +83,8 @@ class LmdbCursor : public Cursor {
 
 class LmdbTransaction : public Transaction {
  public:
-  LmdbTransaction(MDB_env* env, const std::string& source) : env_(env), source_(source) {}
+  LmdbTransaction(std::shared_ptr<Env> env, const std::string& source)
+      : handle_(std::move(env)), env_(handle_->env), source_(source) {}
   void Put(std::string_view key, std::string_view value) override {
     keys_.emplace_back(key);
     values_.emplace_back(value);
@@ -107,6 +120,7 @@ class LmdbTransaction : public Transaction {
   }
 
  private:
+  std::shared_ptr<Env> handle_;
   MDB_env* env_;
   std::string source_;
   std::vector<std::string> keys_, values_;
@@ -131,26 +145,14 @@ class LmdbDB : public DB {
       DOPPIO_ENSURE(fs::exists(fs::path(source) / "data.mdb", error))
           << Where(source) << ": not an LMDB (the folder holds no data.mdb)";
     }
-    CheckMdb(mdb_env_create(&env_), source, "mdb_env_create");
     if (mode == Mode::kNew) {
-      CheckMdb(mdb_env_set_mapsize(env_, map_bytes), source, "mdb_env_set_mapsize");
-      Open(MDB_NOTLS, 0664);
+      env_ = std::make_shared<Env>();
+      CheckMdb(mdb_env_create(&env_->env), source, "mdb_env_create");
+      CheckMdb(mdb_env_set_mapsize(env_->env, map_bytes), source, "mdb_env_set_mapsize");
+      CheckMdb(mdb_env_open(env_->env, source.c_str(), MDB_NOTLS, 0664), source, "mdb_env_open");
     } else {
-      // A data set on a read-only file system cannot take a lock file; reading without locks
-      // is safe as long as nobody writes to it at the same time.
-      int rc = mdb_env_open(env_, source.c_str(), MDB_RDONLY | MDB_NOTLS, 0664);
-      if (rc == EACCES || rc == EROFS) {
-        rc = mdb_env_open(env_, source.c_str(), MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0664);
-      }
-      if (rc != MDB_SUCCESS) {
-        mdb_env_close(env_);
-        env_ = nullptr;
-        CheckMdb(rc, source, "opening (is it an LMDB?)");
-      }
+      env_ = SharedReadEnv(source);
     }
-  }
-  ~LmdbDB() override {
-    if (env_ != nullptr) mdb_env_close(env_);
   }
   std::unique_ptr<Cursor> NewCursor() override {
     return std::make_unique<LmdbCursor>(env_, source_);
@@ -160,7 +162,7 @@ class LmdbDB : public DB {
   }
   std::size_t size() override {
     MDB_txn* txn = nullptr;
-    CheckMdb(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn), source_, "mdb_txn_begin");
+    CheckMdb(mdb_txn_begin(env_->env, nullptr, MDB_RDONLY, &txn), source_, "mdb_txn_begin");
     MDB_dbi dbi;
     MDB_stat stat{};
     int rc = mdb_dbi_open(txn, nullptr, 0, &dbi);
@@ -171,16 +173,30 @@ class LmdbDB : public DB {
   }
 
  private:
-  void Open(unsigned flags, mdb_mode_t permissions) {
-    const int rc = mdb_env_open(env_, source_.c_str(), flags, permissions);
-    if (rc != MDB_SUCCESS) {
-      mdb_env_close(env_);
-      env_ = nullptr;
-      CheckMdb(rc, source_, "mdb_env_open");
+  // LMDB must not open one environment twice in a process (closing either would drop the
+  // other's file locks), yet a train and a test net, or several ranks in one test, often read
+  // the same data set: readers share one environment per folder.
+  static std::shared_ptr<Env> SharedReadEnv(const std::string& source) {
+    static std::mutex mutex;
+    static std::map<std::string, std::weak_ptr<Env>> open;
+    std::error_code error;
+    const std::string key = fs::canonical(source, error).string();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto env = open[key].lock()) return env;
+    auto env = std::make_shared<Env>();
+    CheckMdb(mdb_env_create(&env->env), source, "mdb_env_create");
+    // A data set on a read-only file system cannot take a lock file; reading without locks
+    // is safe as long as nobody writes to it at the same time.
+    int rc = mdb_env_open(env->env, source.c_str(), MDB_RDONLY | MDB_NOTLS, 0664);
+    if (rc == EACCES || rc == EROFS) {
+      rc = mdb_env_open(env->env, source.c_str(), MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0664);
     }
+    CheckMdb(rc, source, "opening (is it an LMDB?)");
+    open[key] = env;
+    return env;
   }
 
-  MDB_env* env_ = nullptr;
+  std::shared_ptr<Env> env_;
 };
 
 }  // namespace
