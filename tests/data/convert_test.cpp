@@ -96,6 +96,17 @@ TEST(ConvertMnistTest, ToolPrintsSummaryAndNamesBadFiles) {
   EXPECT_EQ(RunTool("convert_mnist_data", "").exit_code, 1);
 }
 
+TEST(ConvertMnistTest, LevelDbBackendIsRefused) {
+  TempDir dir;
+  const std::string images = dir.path() + "/images", labels = dir.path() + "/labels";
+  WriteIdx(images, labels, 2, 2, 2);
+  const auto run = RunTool("convert_mnist_data",
+                           "--backend=leveldb " + images + " " + labels + " " + dir.path() + "/db");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("LEVELDB is not supported"), std::string::npos) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/db"));
+}
+
 TEST(ConvertMnistTest, TruncatedOrMismatchedFiles) {
   TempDir dir;
   const std::string images = dir.path() + "/images", labels = dir.path() + "/labels";
