@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "data_test_helpers.hpp"
 #include "doppio/core/net.hpp"
+#include "doppio/data/convert.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "test_util.hpp"
@@ -110,6 +112,42 @@ TEST(TrainLeNetTest, LearnsFashionMnistFromItsLmdbs) {
       "LeNet on data/fashion_mnist: loss %.3f -> %.3f after 200 iterations, test accuracy %.4f\n",
       losses.front(), losses.back(), accuracy);
   EXPECT_GT(accuracy, 0.7f);
+}
+
+// models/cifar10_quick on LMDBs and a mean file made by the converters from generated CIFAR-10
+// batches: the mean_file path through the Data layer.
+TEST(TrainLeNetTest, Cifar10QuickRunsOnConvertedDataWithItsMean) {
+  TempDir dir;
+  const std::string bin = dir.path() + "/bin";
+  std::filesystem::create_directory(bin);
+  for (const std::string name : {"data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4",
+                                 "data_batch_5", "test_batch"}) {
+    std::string bytes;
+    for (int i = 0; i < 10; ++i) {
+      bytes.push_back(static_cast<char>(i));
+      for (int p = 0; p < 3072; ++p) bytes.push_back(static_cast<char>((p * (i + 1)) % 256));
+    }
+    std::ofstream(bin + "/" + name + ".bin", std::ios::binary) << bytes;
+  }
+  ConvertCifar10(bin, dir.path());
+  ComputeImageMean(dir.path() + "/cifar10_train_lmdb", dir.path() + "/mean.binaryproto");
+  NetParameter param = ReadNetParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) +
+                                                 "/models/cifar10_quick/train_val.prototxt");
+  param.mutable_state()->set_phase(TRAIN);
+  for (auto& layer : *param.mutable_layer()) {
+    if (layer.type() != "Data") continue;
+    layer.mutable_data_param()->set_source(dir.path() + "/cifar10_train_lmdb");
+    layer.mutable_data_param()->set_batch_size(8);
+    ASSERT_TRUE(layer.transform_param().has_mean_file());
+    layer.mutable_transform_param()->set_mean_file(dir.path() + "/mean.binaryproto");
+  }
+  Net<float> net(param, 3);
+  EXPECT_EQ(net.blob_by_name("data")->shape(), (std::vector<int>{8, 3, 32, 32}));
+  EXPECT_TRUE(std::isfinite(net.ForwardBackward()));
+  // Record i of every file has pixel p = p (i + 1) mod 256, so at pixel 1 the mean over the
+  // 50 training records is 5.5 and the first record (i = 0) gives 1 - 5.5.
+  EXPECT_FLOAT_EQ(net.blob_by_name("data")->cpu_data()[1], -4.5f);
+  EXPECT_TRUE(std::isfinite(net.ForwardBackward()));
 }
 
 }  // namespace
