@@ -51,4 +51,23 @@ ShardedReader::Record ShardedReader::Next() {
   return record;
 }
 
+int ShardDataLayers(NetParameter* param, int rank, int size) {
+  CHECK_GE(size, 1);
+  CHECK_GE(rank, 0);
+  CHECK_LT(rank, size);
+  int count = 0;
+  for (LayerParameter& layer : *param->mutable_layer()) {
+    if (layer.type() == "Data") {
+      layer.mutable_data_param()->set_shard_rank(rank);
+      layer.mutable_data_param()->set_shard_size(size);
+      ++count;
+    } else if (layer.type() == "ImageData") {
+      layer.mutable_image_data_param()->set_shard_rank(rank);
+      layer.mutable_image_data_param()->set_shard_size(size);
+      ++count;
+    }
+  }
+  return count;
+}
+
 }  // namespace doppio

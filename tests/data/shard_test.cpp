@@ -121,6 +121,20 @@ TEST(ShardedReaderTest, ReadsTheSequenceFromAnLmdb) {
   }
 }
 
+TEST(ShardDataLayersTest, SetsEveryDataAndImageDataLayer) {
+  NetParameter param = ParseText<NetParameter>(
+      "layer { name: 'a' type: 'Data' data_param { batch_size: 4 } } "
+      "layer { name: 'b' type: 'ImageData' } "
+      "layer { name: 'c' type: 'ReLU' }");
+  EXPECT_EQ(ShardDataLayers(&param, 2, 3), 2);
+  EXPECT_EQ(param.layer(0).data_param().shard_rank(), 2);
+  EXPECT_EQ(param.layer(0).data_param().shard_size(), 3);
+  EXPECT_EQ(param.layer(0).data_param().batch_size(), 4u);
+  EXPECT_EQ(param.layer(1).image_data_param().shard_rank(), 2);
+  EXPECT_EQ(param.layer(1).image_data_param().shard_size(), 3);
+  EXPECT_FALSE(param.layer(2).has_data_param());
+}
+
 TEST(ShardedReaderTest, EmptyLmdbHasNoRecords) {
   TempDir dir;
   testing_data::WriteLmdb(dir.path() + "/db", {});

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "doppio/core/common.hpp"
 #include "doppio/data/db.hpp"
 
 namespace doppio {
@@ -69,5 +70,10 @@ class ShardedReader {
   std::uint64_t batch_k_ = 0;
   int batch_j_ = 0;
 };
+
+// Sets shard_rank / shard_size of every Data and ImageData layer of `param` (the
+// data-parallel code calls this on each rank before building its nets). Returns how many
+// layers it set. Other data-reading layer types are left alone.
+int ShardDataLayers(NetParameter* param, int rank, int size);
 
 }  // namespace doppio
