@@ -38,7 +38,8 @@ void Blob<Dtype>::Reshape(const std::vector<int>& shape) {
   }
   shape_ = shape;
   count_ = static_cast<int>(count);
-  if (count_ > capacity_) {
+  // An empty blob still gets (empty) buffers, so its accessors work.
+  if (count_ > capacity_ || !data_) {
     capacity_ = count_;
     data_ = std::make_shared<SyncedMemory>(capacity_ * sizeof(Dtype));
     diff_ = std::make_shared<SyncedMemory>(capacity_ * sizeof(Dtype));

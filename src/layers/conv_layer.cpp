@@ -1,5 +1,7 @@
 #include "doppio/layers/conv_layer.hpp"
 
+#include <algorithm>
+
 #include "doppio/core/layer_registry.hpp"
 
 namespace doppio {
@@ -25,15 +27,23 @@ void ConvolutionLayer<Dtype>::compute_output_shape() {
 
 template <typename Dtype>
 void ConvolutionLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  if (this->num_ == 0) return;  // an empty batch has no buffers to touch
   const Dtype* weight = this->blobs_[0]->cpu_data();
   const Dtype* bias = this->bias_term_ ? this->blobs_[1]->cpu_data() : nullptr;
+  const int chunk = this->images_per_gemm();
   for (size_t i = 0; i < bottom.size(); ++i) {
     const Dtype* bottom_data = bottom[i]->cpu_data();
     Dtype* top_data = top[i]->mutable_cpu_data();
-    for (int n = 0; n < this->num_; ++n) {
-      Dtype* out = top_data + static_cast<size_t>(n) * this->top_dim_;
-      this->forward_cpu_gemm(bottom_data + static_cast<size_t>(n) * this->bottom_dim_, weight, out);
-      if (bias) this->forward_cpu_bias(out, bias);
+    for (int n = 0; n < this->num_; n += chunk) {
+      const int count = std::min(chunk, this->num_ - n);
+      const size_t in_offset = static_cast<size_t>(n) * this->bottom_dim_;
+      const size_t out_offset = static_cast<size_t>(n) * this->top_dim_;
+      this->forward_cpu_gemm(bottom_data + in_offset, count, weight, top_data + out_offset);
+      if (!bias) continue;
+      for (int b = 0; b < count; ++b) {
+        this->forward_cpu_bias(top_data + out_offset + static_cast<size_t>(b) * this->top_dim_,
+                               bias);
+      }
     }
   }
 }
@@ -42,11 +52,13 @@ template <typename Dtype>
 void ConvolutionLayer<Dtype>::Backward_cpu(const BlobVec& top,
                                            const std::vector<bool>& propagate_down,
                                            const BlobVec& bottom) {
+  if (this->num_ == 0) return;
   const Dtype* weight = this->blobs_[0]->cpu_data();
   const bool weight_grad = this->param_propagate_down(0);
   const bool bias_grad = this->bias_term_ && this->param_propagate_down(1);
   Dtype* weight_diff = weight_grad ? this->blobs_[0]->mutable_cpu_diff() : nullptr;
   Dtype* bias_diff = bias_grad ? this->blobs_[1]->mutable_cpu_diff() : nullptr;
+  const int chunk = this->images_per_gemm();
   for (size_t i = 0; i < top.size(); ++i) {
     const Dtype* top_diff = top[i]->cpu_diff();
     if (bias_grad) {
@@ -57,11 +69,18 @@ void ConvolutionLayer<Dtype>::Backward_cpu(const BlobVec& top,
     if (!weight_grad && !propagate_down[i]) continue;
     const Dtype* bottom_data = bottom[i]->cpu_data();
     Dtype* bottom_diff = propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr;
-    for (int n = 0; n < this->num_; ++n) {
-      const Dtype* out_diff = top_diff + static_cast<size_t>(n) * this->top_dim_;
+    for (int n = 0; n < this->num_; n += chunk) {
+      const int count = std::min(chunk, this->num_ - n);
       const size_t in_offset = static_cast<size_t>(n) * this->bottom_dim_;
-      if (weight_grad) this->weight_cpu_gemm(bottom_data + in_offset, out_diff, weight_diff);
-      if (bottom_diff) this->backward_cpu_gemm(out_diff, weight, bottom_diff + in_offset);
+      const size_t out_offset = static_cast<size_t>(n) * this->top_dim_;
+      if (weight_grad) {
+        this->weight_cpu_gemm(bottom_data + in_offset, top_diff + out_offset, count, weight_diff);
+      }
+      if (bottom_diff) {
+        // The weight gradient left the top diff gathered for this chunk.
+        this->backward_cpu_gemm(top_diff + out_offset, count, weight, bottom_diff + in_offset,
+                                weight_grad);
+      }
     }
   }
 }

@@ -72,10 +72,10 @@ void InnerProductLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top
 
 template <typename Dtype>
 void InnerProductLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  if (M_ == 0) return;  // an empty batch has no buffers to touch
   const Dtype* in = bottom[0]->cpu_data();
   const Dtype* weight = this->blobs_[0]->cpu_data();
   Dtype* out = top[0]->mutable_cpu_data();
-  if (M_ == 0) return;
   // top (M x N) = bottom (M x K) * W^T, W being N x K (or K x N when transposed).
   cpu_gemm<Dtype>(Trans::kNo, transpose_ ? Trans::kNo : Trans::kYes, M_, N_, K_, Dtype(1), in,
                   weight, Dtype(0), out);
@@ -90,10 +90,7 @@ template <typename Dtype>
 void InnerProductLayer<Dtype>::Backward_cpu(const BlobVec& top,
                                             const std::vector<bool>& propagate_down,
                                             const BlobVec& bottom) {
-  if (M_ == 0) {
-    if (propagate_down[0]) cpu_set(bottom[0]->count(), Dtype(0), bottom[0]->mutable_cpu_diff());
-    return;
-  }
+  if (M_ == 0) return;
   const Dtype* top_diff = top[0]->cpu_diff();
   const Dtype* in = bottom[0]->cpu_data();
   if (this->param_propagate_down(0)) {

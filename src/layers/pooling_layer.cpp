@@ -73,24 +73,25 @@ void PoolingLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) 
 
 template <typename Dtype>
 void PoolingLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top) {
-  const std::string who = this->Describe();
+  // Runs before every Forward: messages are only built on failure.
   const Blob<Dtype>& in = *bottom[0];
   DOPPIO_ENSURE(in.num_axes() == 4)
-      << who << ": input must have 4 axes (N, C, H, W), got shape " << in.shape_string();
+      << this->Describe() << ": input must have 4 axes (N, C, H, W), got shape "
+      << in.shape_string();
   num_ = in.shape(0);
   channels_ = in.shape(1);
   height_ = in.shape(2);
   width_ = in.shape(3);
   DOPPIO_ENSURE(height_ > 0 && width_ > 0)
-      << who << ": input " << in.shape_string() << " has an empty spatial axis";
+      << this->Describe() << ": input " << in.shape_string() << " has an empty spatial axis";
   if (global_pooling_) {
     kernel_h_ = height_;
     kernel_w_ = width_;
   }
   DOPPIO_ENSURE(height_ + 2 * pad_h_ >= kernel_h_ && width_ + 2 * pad_w_ >= kernel_w_)
-      << who << ": kernel " << kernel_h_ << "x" << kernel_w_ << " is larger than the padded input "
-      << height_ + 2 * pad_h_ << "x" << width_ + 2 * pad_w_ << " (input " << height_ << "x"
-      << width_ << ", pad " << pad_h_ << "x" << pad_w_ << ")";
+      << this->Describe() << ": kernel " << kernel_h_ << "x" << kernel_w_
+      << " is larger than the padded input " << height_ + 2 * pad_h_ << "x" << width_ + 2 * pad_w_
+      << " (input " << height_ << "x" << width_ << ", pad " << pad_h_ << "x" << pad_w_ << ")";
   const bool ceil = this->layer_param_.pooling_param().round_mode() == PoolingParameter::CEIL;
   const auto pooled = [ceil](int in, int pad, int kernel, int stride) {
     const int span = in + 2 * pad - kernel;
@@ -216,6 +217,7 @@ void PoolingLayer<Dtype>::ForwardStochasticTest(const Dtype* in, Dtype* out) {
 
 template <typename Dtype>
 void PoolingLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  if (top[0]->count() == 0) return;  // an empty batch has no buffers to touch
   const Dtype* in = bottom[0]->cpu_data();
   Dtype* out = top[0]->mutable_cpu_data();
   const int planes = num_ * channels_;
@@ -258,7 +260,7 @@ void PoolingLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top)
 template <typename Dtype>
 void PoolingLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                        const BlobVec& bottom) {
-  if (!propagate_down[0]) return;
+  if (!propagate_down[0] || top[0]->count() == 0) return;
   const Dtype* top_diff = top[0]->cpu_diff();
   Dtype* bottom_diff = bottom[0]->mutable_cpu_diff();
   cpu_set(bottom[0]->count(), Dtype(0), bottom_diff);

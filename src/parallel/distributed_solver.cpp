@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "doppio/data/shard.hpp"
 #include "doppio/parallel/hash.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/io.hpp"
@@ -64,36 +65,6 @@ int ParseEnvInt(const char* name) {
   DOPPIO_ENSURE(end != text && *end == '\0' && value >= 0 && value < (1 << 30))
       << name << " must be a non-negative integer, not '" << text << "'";
   return static_cast<int>(value);
-}
-
-// Sets shard_rank / shard_size of a DataParameter or ImageDataParameter. False when the
-// schema of this build has no such fields.
-bool SetShard(google::protobuf::Message* message, int rank, int size) {
-  const auto* descriptor = message->GetDescriptor();
-  const auto* reflection = message->GetReflection();
-  const auto* rank_field = descriptor->FindFieldByName("shard_rank");
-  const auto* size_field = descriptor->FindFieldByName("shard_size");
-  if (rank_field == nullptr || size_field == nullptr) return false;
-  for (const auto* field : {rank_field, size_field}) {
-    const int value = field == rank_field ? rank : size;
-    switch (field->cpp_type()) {
-      case google::protobuf::FieldDescriptor::CPPTYPE_INT32:
-        reflection->SetInt32(message, field, value);
-        break;
-      case google::protobuf::FieldDescriptor::CPPTYPE_UINT32:
-        reflection->SetUInt32(message, field, static_cast<std::uint32_t>(value));
-        break;
-      case google::protobuf::FieldDescriptor::CPPTYPE_INT64:
-        reflection->SetInt64(message, field, value);
-        break;
-      case google::protobuf::FieldDescriptor::CPPTYPE_UINT64:
-        reflection->SetUInt64(message, field, static_cast<std::uint64_t>(value));
-        break;
-      default:
-        return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace
@@ -295,21 +266,15 @@ void DistributedSolver<Dtype>::PrepareParameters(const SolverParameter& param) {
   // Per rank from here on.
   if (size > 1) {
     auto shard = [&](NetParameter* net, const std::string& origin) {
-      for (LayerParameter& layer : *net->mutable_layer()) {
+      for (const LayerParameter& layer : net->layer()) {
         if (IsShardedReader(layer.type())) {
-          google::protobuf::Message* data_param =
-              layer.type() == "Data"
-                  ? static_cast<google::protobuf::Message*>(layer.mutable_data_param())
-                  : static_cast<google::protobuf::Message*>(layer.mutable_image_data_param());
-          DOPPIO_ENSURE(SetShard(data_param, rank, size))
-              << origin << ": layer '" << layer.name() << "' (" << layer.type()
-              << ") cannot read a shard of its data in this build";
           sharded_layers_.push_back(layer.name());
         } else if (IsUnshardedReader(layer.type())) {
           LOG(WARNING) << origin << ": layer '" << layer.name() << "' (" << layer.type()
                        << ") does not shard its data: every rank reads the same records";
         }
       }
+      ShardDataLayers(net, rank, size);
     };
     if (p.has_net_param()) shard(p.mutable_net_param(), "net");
     if (p.has_train_net_param()) shard(p.mutable_train_net_param(), "train_net");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace doppio {
 
@@ -23,17 +24,83 @@ inline void Zero(Dtype* p, int n) {
   if (n > 0) std::memset(p, 0, sizeof(Dtype) * n);
 }
 
+// A per-thread work buffer that only grows, so steady-state calls do not allocate.
+template <typename Dtype>
+Dtype* Scratch(size_t n) {
+  thread_local std::vector<Dtype> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+// With a horizontal stride s > 1 the taps of a row read every s-th input. Splitting each
+// plane once into its s column phases (phase r holds columns r, r + s, r + 2s, ...) turns
+// every tap's read into a contiguous copy: input column ow * s + w_off is element
+// ow + floor(w_off / s) of phase w_off mod s. Worth it when each input is read by several
+// taps (kernel_w > stride_w); otherwise the plain strided loop touches less memory.
+struct PhaseLayout {
+  int phases;  // stride_w, or 1 when not split
+  int width;   // row length of one phase plane
+  bool split;
+};
+
+inline PhaseLayout ChoosePhases(int width, int kernel_w, int stride_w) {
+  if (stride_w > 1 && kernel_w > stride_w) {
+    return {stride_w, (width + stride_w - 1) / stride_w, true};
+  }
+  return {1, width, false};
+}
+
+template <typename Dtype>
+void SplitPhases(const Dtype* plane, int height, int width, const PhaseLayout& layout,
+                 Dtype* phases) {
+  const int s = layout.phases;
+  for (int r = 0; r < s; ++r) {
+    Dtype* q = phases + static_cast<size_t>(r) * height * layout.width;
+    const int n = (width - r + s - 1) / s;  // columns of the image in this phase
+    for (int h = 0; h < height; ++h) {
+      const Dtype* row = plane + h * width + r;
+      Dtype* dst = q + h * layout.width;
+      for (int j = 0; j < n; ++j) dst[j] = row[j * s];
+    }
+  }
+}
+
+template <typename Dtype>
+void MergePhases(const Dtype* phases, int height, int width, const PhaseLayout& layout,
+                 Dtype* plane) {
+  const int s = layout.phases;
+  for (int r = 0; r < s; ++r) {
+    const Dtype* q = phases + static_cast<size_t>(r) * height * layout.width;
+    const int n = (width - r + s - 1) / s;
+    for (int h = 0; h < height; ++h) {
+      Dtype* row = plane + h * width + r;
+      const Dtype* src = q + h * layout.width;
+      for (int j = 0; j < n; ++j) row[j * s] = src[j];
+    }
+  }
+}
+
+// Floor division and the matching non-negative remainder.
+inline void DivMod(int a, int b, int* q, int* r) {
+  *q = a >= 0 ? a / b : -((-a + b - 1) / b);
+  *r = a - *q * b;
+}
+
 }  // namespace
 
 template <typename Dtype>
 void im2col_cpu(const Dtype* data_im, int channels, int height, int width, int kernel_h,
                 int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h,
-                int dilation_w, Dtype* data_col) {
+                int dilation_w, Dtype* data_col, int col_row_stride) {
   const int out_h = ConvOutputSize(height, kernel_h, pad_h, stride_h, dilation_h);
   const int out_w = ConvOutputSize(width, kernel_w, pad_w, stride_w, dilation_w);
   const int plane = height * width;
-  const int col_plane = out_h * out_w;
+  const int col_plane = col_row_stride > 0 ? col_row_stride : out_h * out_w;
+  const PhaseLayout layout = ChoosePhases(width, kernel_w, stride_w);
+  const size_t phase_plane = static_cast<size_t>(height) * layout.width;
+  Dtype* phases = layout.split ? Scratch<Dtype>(phase_plane * layout.phases) : nullptr;
   for (int c = 0; c < channels; ++c, data_im += plane) {
+    if (layout.split) SplitPhases(data_im, height, width, layout, phases);
     for (int ki = 0; ki < kernel_h; ++ki) {
       const int h_off = ki * dilation_h - pad_h;
       int oh_lo, oh_hi;
@@ -45,15 +112,40 @@ void im2col_cpu(const Dtype* data_im, int channels, int height, int width, int k
         // Rows above and below the image are padding.
         Zero(data_col, oh_lo * out_w);
         Zero(data_col + oh_hi * out_w, (out_h - oh_hi) * out_w);
+        // Where this tap reads: a plane with rows of src_width, at element ow + shift.
+        const Dtype* src_plane = data_im;
+        int src_width = width, shift = w_off, step = stride_w;
+        if (layout.split) {
+          int phase;
+          DivMod(w_off, stride_w, &shift, &phase);
+          src_plane = phases + phase * phase_plane;
+          src_width = layout.width;
+          step = 1;
+        }
         const int n = ow_hi - ow_lo;
+        if (step == 1 && stride_h == 1 && src_width == out_w && oh_hi > oh_lo) {
+          // Input and output rows have the same length ("same" padding, stride 1), so the
+          // tap's whole window is one contiguous copy; the few entries per row that wrapped
+          // around from the neighbouring input row are then reset to the padding's zeros.
+          Dtype* dst = data_col + oh_lo * out_w;
+          const Dtype* src = src_plane + (oh_lo + h_off) * src_width + shift;
+          const int span = (oh_hi - oh_lo - 1) * out_w + ow_hi;
+          std::memcpy(dst + ow_lo, src + ow_lo, sizeof(Dtype) * (span - ow_lo));
+          for (int oh = oh_lo; oh < oh_hi; ++oh) {
+            Dtype* row = data_col + oh * out_w;
+            for (int ow = 0; ow < ow_lo; ++ow) row[ow] = Dtype(0);
+            for (int ow = ow_hi; ow < out_w; ++ow) row[ow] = Dtype(0);
+          }
+          continue;
+        }
         for (int oh = oh_lo; oh < oh_hi; ++oh) {
           Dtype* dst = data_col + oh * out_w;
-          const Dtype* src = data_im + (oh * stride_h + h_off) * width;
+          const Dtype* src = src_plane + (oh * stride_h + h_off) * src_width;
           Zero(dst, ow_lo);
-          if (stride_w == 1) {
-            std::memcpy(dst + ow_lo, src + ow_lo + w_off, sizeof(Dtype) * n);
+          if (step == 1) {
+            std::memcpy(dst + ow_lo, src + ow_lo + shift, sizeof(Dtype) * n);
           } else {
-            for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow] = src[ow * stride_w + w_off];
+            for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow] = src[ow * step + shift];
           }
           Zero(dst + ow_hi, out_w - ow_hi);
         }
@@ -65,13 +157,19 @@ void im2col_cpu(const Dtype* data_im, int channels, int height, int width, int k
 template <typename Dtype>
 void col2im_cpu(const Dtype* data_col, int channels, int height, int width, int kernel_h,
                 int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h,
-                int dilation_w, Dtype* data_im) {
+                int dilation_w, Dtype* data_im, int col_row_stride) {
   const int out_h = ConvOutputSize(height, kernel_h, pad_h, stride_h, dilation_h);
   const int out_w = ConvOutputSize(width, kernel_w, pad_w, stride_w, dilation_w);
   const int plane = height * width;
-  const int col_plane = out_h * out_w;
-  Zero(data_im, channels * plane);
+  const int col_plane = col_row_stride > 0 ? col_row_stride : out_h * out_w;
+  const PhaseLayout layout = ChoosePhases(width, kernel_w, stride_w);
+  const size_t phase_plane = static_cast<size_t>(height) * layout.width;
+  Dtype* phases = layout.split ? Scratch<Dtype>(phase_plane * layout.phases) : nullptr;
+  // Accumulates into the phase planes, merged back per channel; the merge writes every
+  // image element, so only the unsplit path clears the image.
+  if (!layout.split) Zero(data_im, channels * plane);
   for (int c = 0; c < channels; ++c, data_im += plane) {
+    if (layout.split) Zero(phases, static_cast<int>(phase_plane * layout.phases));
     for (int ki = 0; ki < kernel_h; ++ki) {
       const int h_off = ki * dilation_h - pad_h;
       int oh_lo, oh_hi;
@@ -80,29 +178,39 @@ void col2im_cpu(const Dtype* data_col, int channels, int height, int width, int 
         const int w_off = kj * dilation_w - pad_w;
         int ow_lo, ow_hi;
         ValidRange(w_off, stride_w, width, out_w, &ow_lo, &ow_hi);
+        Dtype* dst_plane = data_im;
+        int dst_width = width, shift = w_off, step = stride_w;
+        if (layout.split) {
+          int phase;
+          DivMod(w_off, stride_w, &shift, &phase);
+          dst_plane = phases + phase * phase_plane;
+          dst_width = layout.width;
+          step = 1;
+        }
         for (int oh = oh_lo; oh < oh_hi; ++oh) {
           const Dtype* src = data_col + oh * out_w;
-          Dtype* dst = data_im + (oh * stride_h + h_off) * width;
-          if (stride_w == 1) {
-            Dtype* d = dst + ow_lo + w_off;
-            const Dtype* s = src + ow_lo;
+          Dtype* dst = dst_plane + (oh * stride_h + h_off) * dst_width;
+          if (step == 1) {
+            Dtype* __restrict d = dst + ow_lo + shift;
+            const Dtype* __restrict s = src + ow_lo;
             for (int i = 0; i < ow_hi - ow_lo; ++i) d[i] += s[i];
           } else {
-            for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow * stride_w + w_off] += src[ow];
+            for (int ow = ow_lo; ow < ow_hi; ++ow) dst[ow * step + shift] += src[ow];
           }
         }
       }
     }
+    if (layout.split) MergePhases(phases, height, width, layout, data_im);
   }
 }
 
 template void im2col_cpu<float>(const float*, int, int, int, int, int, int, int, int, int, int, int,
-                                float*);
+                                float*, int);
 template void im2col_cpu<double>(const double*, int, int, int, int, int, int, int, int, int, int,
-                                 int, double*);
+                                 int, double*, int);
 template void col2im_cpu<float>(const float*, int, int, int, int, int, int, int, int, int, int, int,
-                                float*);
+                                float*, int);
 template void col2im_cpu<double>(const double*, int, int, int, int, int, int, int, int, int, int,
-                                 int, double*);
+                                 int, double*, int);
 
 }  // namespace doppio

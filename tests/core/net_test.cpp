@@ -371,17 +371,8 @@ TYPED_TEST(NetTest, WeightShapeMismatchNamesLayerAndShapes) {
 
 // ---- bad input -------------------------------------------------------------------------
 
-std::string ErrorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TYPED_TEST(NetTest, UnknownLayerTypeNamesLayerAndType) {
-  const std::string what = ErrorOf([this] {
+  const std::string what = ErrorMessageOf([this] {
     Net<TypeParam> net(this->Parse(R"(layer { name: "mystery" type: "Teleport" top: "x" })"));
   });
   EXPECT_NE(what.find("mystery"), std::string::npos) << what;
@@ -389,7 +380,7 @@ TYPED_TEST(NetTest, UnknownLayerTypeNamesLayerAndType) {
 }
 
 TYPED_TEST(NetTest, MissingBottomIsAnError) {
-  const std::string what = ErrorOf([this] {
+  const std::string what = ErrorMessageOf([this] {
     Net<TypeParam> net(this->Parse(R"(
       layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 2 } } }
       layer { name: "r" type: "ReLU" bottom: "nowhere" top: "y" })"));
@@ -399,7 +390,7 @@ TYPED_TEST(NetTest, MissingBottomIsAnError) {
 }
 
 TYPED_TEST(NetTest, TopProducedTwiceIsAnError) {
-  const std::string what = ErrorOf([this] {
+  const std::string what = ErrorMessageOf([this] {
     Net<TypeParam> net(this->Parse(R"(
       layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 2 } } }
       layer { name: "a" type: "ReLU" bottom: "x" top: "y" }
@@ -410,7 +401,7 @@ TYPED_TEST(NetTest, TopProducedTwiceIsAnError) {
 }
 
 TYPED_TEST(NetTest, UnsupportedFieldIsNamed) {
-  const std::string what = ErrorOf([this] {
+  const std::string what = ErrorMessageOf([this] {
     this->Parse(R"(
       layer { name: "c" type: "Convolution" bottom: "x" top: "y"
               convolution_param { num_output: 1 kernel_size: 1 force_nd_im2col: true } })");
@@ -420,20 +411,20 @@ TYPED_TEST(NetTest, UnsupportedFieldIsNamed) {
 }
 
 TYPED_TEST(NetTest, MalformedPrototxtNamesLineAndColumn) {
-  const std::string what =
-      ErrorOf([this] { this->Parse("name: \"x\"\nlayer {\n  name: \"a\"\n  typo_field: 3\n}\n"); });
+  const std::string what = ErrorMessageOf(
+      [this] { this->Parse("name: \"x\"\nlayer {\n  name: \"a\"\n  typo_field: 3\n}\n"); });
   EXPECT_NE(what.find("test net:4:"), std::string::npos) << what;
   EXPECT_NE(what.find("typo_field"), std::string::npos) << what;
 }
 
 TYPED_TEST(NetTest, MissingModelFileIsNamed) {
   const std::string what =
-      ErrorOf([] { ReadNetParamsFromTextFile("/nonexistent/dir/net.prototxt"); });
+      ErrorMessageOf([] { ReadNetParamsFromTextFile("/nonexistent/dir/net.prototxt"); });
   EXPECT_NE(what.find("/nonexistent/dir/net.prototxt"), std::string::npos) << what;
 }
 
 TYPED_TEST(NetTest, ZeroOrNegativeInputDimensionIsAnError) {
-  const std::string what = ErrorOf([this] {
+  const std::string what = ErrorMessageOf([this] {
     Net<TypeParam> net(this->Parse(R"(layer { name: "in" type: "Input" top: "x"
                               input_param { shape { dim: 2 dim: -3 } } })"));
   });

@@ -4,7 +4,6 @@
 
 #include <string>
 
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -110,7 +109,7 @@ TYPED_TEST(AccuracyLayerTest, NoBackward) {
   layer.Forward(this->bottom_vec_, this->top_vec_);
   EXPECT_FALSE(layer.AllowForceBackward(0));
   layer.Backward(this->top_vec_, {false, false}, this->bottom_vec_);  // nothing asked: fine
-  ExpectErrorMentioning(
+  ExpectError(
       [&] {
         layer.Backward(this->top_vec_, {true, false}, this->bottom_vec_);
       },
@@ -121,18 +120,18 @@ TYPED_TEST(AccuracyLayerTest, BadInputs) {
   this->FillCase();
   AccuracyLayer<TypeParam> too_many(
       ParseText<LayerParameter>("name: 'acc1' type: 'Accuracy' accuracy_param { top_k: 4 }"));
-  ExpectErrorMentioning([&] { too_many.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'acc1'", "top_k"});
+  ExpectError([&] { too_many.SetUp(this->bottom_vec_, this->top_vec_); },
+              {"layer 'acc1'", "top_k"});
   this->labels_.Reshape({3});
   AccuracyLayer<TypeParam> mismatch(ParseText<LayerParameter>("name: 'acc1' type: 'Accuracy'"));
-  ExpectErrorMentioning([&] { mismatch.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'acc1'", "number of labels"});
+  ExpectError([&] { mismatch.SetUp(this->bottom_vec_, this->top_vec_); },
+              {"layer 'acc1'", "number of labels"});
   this->FillCase();
   this->labels_.mutable_cpu_data()[1] = 3;
   AccuracyLayer<TypeParam> range(ParseText<LayerParameter>("name: 'acc1' type: 'Accuracy'"));
   range.SetUp(this->bottom_vec_, this->top_vec_);
-  ExpectErrorMentioning([&] { range.Forward(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'acc1'", "label value 3"});
+  ExpectError([&] { range.Forward(this->bottom_vec_, this->top_vec_); },
+              {"layer 'acc1'", "label value 3"});
 }
 
 }  // namespace doppio

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "doppio/core/layer_registry.hpp"
-#include "structure_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {

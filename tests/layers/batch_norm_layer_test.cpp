@@ -6,7 +6,6 @@
 #include <string>
 
 #include "gradient_checker.hpp"
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -128,8 +127,8 @@ TYPED_TEST(BatchNormLayerTest, StatisticsAreNotLearned) {
   }
   BatchNormLayer<TypeParam> learned(ParseText<LayerParameter>(
       "name: 'bn2' type: 'BatchNorm' param { lr_mult: 0 } param { lr_mult: 1 }"));
-  ExpectErrorMentioning([&] { learned.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'bn2' (BatchNorm)", "param[1].lr_mult"});
+  ExpectError([&] { learned.SetUp(this->bottom_vec_, this->top_vec_); },
+              {"layer 'bn2' (BatchNorm)", "param[1].lr_mult"});
 }
 
 TYPED_TEST(BatchNormLayerTest, BadInputs) {
@@ -137,14 +136,13 @@ TYPED_TEST(BatchNormLayerTest, BadInputs) {
   BatchNormLayer<TypeParam> layer(ParseText<LayerParameter>("name: 'bn3' type: 'BatchNorm'"));
   layer.SetUp(this->bottom_vec_, this->top_vec_);
   this->x_.Reshape({2, 4});
-  ExpectErrorMentioning([&] { layer.Forward(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'bn3'", "channel"});
+  ExpectError([&] { layer.Forward(this->bottom_vec_, this->top_vec_); },
+              {"layer 'bn3'", "channel"});
   LayerParameter stored = ParseText<LayerParameter>("name: 'bn3' type: 'BatchNorm'");
   Blob<TypeParam> wrong({5});
   for (int i = 0; i < 3; ++i) wrong.ToProto(stored.add_blobs());
   BatchNormLayer<TypeParam> from_model(stored);
-  ExpectErrorMentioning([&] { from_model.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'bn3'"});
+  ExpectError([&] { from_model.SetUp(this->bottom_vec_, this->top_vec_); }, {"layer 'bn3'"});
 }
 
 TYPED_TEST(BatchNormLayerTest, GradientBatchStatistics) {

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "gradient_checker.hpp"
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -122,20 +121,17 @@ TYPED_TEST(BiasLayerTest, BadShapes) {
   this->x_.Reshape({2, 3, 4});
   this->bias_.Reshape({4});
   BiasLayer<TypeParam> mismatch(ParseText<LayerParameter>("name: 'bb' type: 'Bias'"));
-  ExpectErrorMentioning([&] { mismatch.SetUp(this->two_, this->top_); },
-                        {"layer 'bb' (Bias)", "does not match"});
+  ExpectError([&] { mismatch.SetUp(this->two_, this->top_); },
+              {"layer 'bb' (Bias)", "does not match"});
   BiasLayer<TypeParam> axis(
       ParseText<LayerParameter>("name: 'bb' type: 'Bias' bias_param { axis: 3 }"));
-  ExpectErrorMentioning([&] { axis.SetUp(this->one_, this->top_); },
-                        {"layer 'bb'", "bias_param.axis"});
+  ExpectError([&] { axis.SetUp(this->one_, this->top_); }, {"layer 'bb'", "bias_param.axis"});
   BiasLayer<TypeParam> too_many(
       ParseText<LayerParameter>("name: 'bb' type: 'Bias' bias_param { num_axes: 3 }"));
-  ExpectErrorMentioning([&] { too_many.SetUp(this->one_, this->top_); },
-                        {"layer 'bb'", "num_axes"});
+  ExpectError([&] { too_many.SetUp(this->one_, this->top_); }, {"layer 'bb'", "num_axes"});
   BiasLayer<TypeParam> negative(
       ParseText<LayerParameter>("name: 'bb' type: 'Bias' bias_param { num_axes: -2 }"));
-  ExpectErrorMentioning([&] { negative.SetUp(this->one_, this->top_); },
-                        {"layer 'bb'", "num_axes"});
+  ExpectError([&] { negative.SetUp(this->one_, this->top_); }, {"layer 'bb'", "num_axes"});
 }
 
 }  // namespace doppio

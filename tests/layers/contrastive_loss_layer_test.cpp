@@ -6,7 +6,6 @@
 #include <string>
 
 #include "gradient_checker.hpp"
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -102,7 +101,7 @@ TYPED_TEST(ContrastiveLossLayerTest, BadInputs) {
   EXPECT_FALSE(layer.AllowForceBackward(2));
   layer.SetUp(this->bottom_vec_, this->top_vec_);
   layer.Forward(this->bottom_vec_, this->top_vec_);
-  ExpectErrorMentioning(
+  ExpectError(
       [&] {
         layer.Backward(this->top_vec_, {true, true, true}, this->bottom_vec_);
       },
@@ -110,13 +109,13 @@ TYPED_TEST(ContrastiveLossLayerTest, BadInputs) {
   this->b_.Reshape({2, 3, 1, 1});
   ContrastiveLossLayer<TypeParam> shape(
       ParseText<LayerParameter>("name: 'con' type: 'ContrastiveLoss'"));
-  ExpectErrorMentioning([&] { shape.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'con'", "same shape"});
+  ExpectError([&] { shape.SetUp(this->bottom_vec_, this->top_vec_); },
+              {"layer 'con'", "same shape"});
   this->b_.Reshape({2, 2, 1, 1});
   this->y_.Reshape({3, 1, 1, 1});
   ContrastiveLossLayer<TypeParam> labels(
       ParseText<LayerParameter>("name: 'con' type: 'ContrastiveLoss'"));
-  ExpectErrorMentioning([&] { labels.SetUp(this->bottom_vec_, this->top_vec_); }, {"layer 'con'"});
+  ExpectError([&] { labels.SetUp(this->bottom_vec_, this->top_vec_); }, {"layer 'con'"});
 }
 
 }  // namespace doppio

@@ -235,6 +235,64 @@ TYPED_TEST(ConvolutionLayerTest, ParameterGradientsAccumulate) {
   }
 }
 
+TYPED_TEST(ConvolutionLayerTest, BatchedAndPerImageGemmsAgree) {
+  // With 10x10 outputs six images share one GEMM and the last two share another: the
+  // results must equal running every image through its own layer with the same weights.
+  for (const std::string kernel : {"kernel_size: 3 pad: 1 group: 2", "kernel_size: 1"}) {
+    const std::string text = "name: 'c' type: 'Convolution' convolution_param { num_output: 4 " +
+                             kernel +
+                             " weight_filler { type: 'gaussian' } bias_filler { type: "
+                             "'gaussian' } }";
+    Blob<TypeParam> bottom({8, 2, 10, 10}), top;
+    FillGaussian(&bottom, this->rng_);
+    std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+    ConvolutionLayer<TypeParam> layer(ParseText<LayerParameter>(text));
+    layer.SetUp(b, t);
+    layer.Forward(b, t);
+    FillGaussian(&top, this->rng_);
+    cpu_copy(top.count(), top.cpu_data(), top.mutable_cpu_diff());
+    for (auto& blob : layer.blobs()) cpu_set(blob->count(), TypeParam(0), blob->mutable_cpu_diff());
+    layer.Forward(b, t);
+    layer.Backward(t, {true}, b);
+
+    std::vector<TypeParam> weight_diff(layer.blobs()[0]->count(), 0);
+    std::vector<TypeParam> bias_diff(4, 0);
+    for (int n = 0; n < 8; ++n) {
+      Blob<TypeParam> one({1, 2, 10, 10}), one_top;
+      cpu_copy(one.count(), bottom.cpu_data() + bottom.offset(n), one.mutable_cpu_data());
+      std::vector<Blob<TypeParam>*> ob = {&one}, ot = {&one_top};
+      ConvolutionLayer<TypeParam> single(ParseText<LayerParameter>(text));
+      single.SetUp(ob, ot);
+      for (int k = 0; k < 2; ++k) {
+        single.blobs()[k]->CopyFrom(*layer.blobs()[k]);
+        cpu_set(single.blobs()[k]->count(), TypeParam(0), single.blobs()[k]->mutable_cpu_diff());
+      }
+      single.Forward(ob, ot);
+      for (int i = 0; i < one_top.count(); ++i) {
+        ASSERT_NEAR(one_top.cpu_data()[i], top.cpu_data()[top.offset(n) + i], 1e-4) << kernel;
+      }
+      cpu_copy(one_top.count(), top.cpu_diff() + top.offset(n), one_top.mutable_cpu_diff());
+      single.Backward(ot, {true}, ob);
+      for (int i = 0; i < one.count(); ++i) {
+        ASSERT_NEAR(one.cpu_diff()[i], bottom.cpu_diff()[bottom.offset(n) + i], 1e-4) << kernel;
+      }
+      for (size_t i = 0; i < weight_diff.size(); ++i) {
+        weight_diff[i] += single.blobs()[0]->cpu_diff()[i];
+      }
+      for (int i = 0; i < 4; ++i) bias_diff[i] += single.blobs()[1]->cpu_diff()[i];
+    }
+    for (size_t i = 0; i < weight_diff.size(); ++i) {
+      EXPECT_NEAR(weight_diff[i], layer.blobs()[0]->cpu_diff()[i],
+                  1e-3 * std::max<TypeParam>(1, std::abs(weight_diff[i])))
+          << kernel;
+    }
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NEAR(bias_diff[i], layer.blobs()[1]->cpu_diff()[i],
+                  1e-3 * std::max<TypeParam>(1, std::abs(bias_diff[i])));
+    }
+  }
+}
+
 TYPED_TEST(ConvolutionLayerTest, GradientStridedPadded) {
   Blob<TypeParam> bottom({2, 3, 5, 4}), top;
   FillGaussian(&bottom, this->rng_);
@@ -342,6 +400,19 @@ TYPED_TEST(ConvolutionLayerTest, RejectsBadParameters) {
               AllOf(HasSubstr("bad_conv"), HasSubstr("empty spatial axis")));
   // A padded input is large enough even when the kernel exceeds the raw input.
   EXPECT_EQ(err("num_output: 2 kernel_size: 7 pad: 1", shape), "");
+}
+
+TYPED_TEST(ConvolutionLayerTest, EmptyBatchIsFine) {
+  Blob<TypeParam> bottom({0, 4, 6, 5}), top;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  ConvolutionLayer<TypeParam> layer(
+      ParseText<LayerParameter>(ConvText(2, {3, 3, 1, 1, 1, 1, 1, 1, 1})));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  EXPECT_EQ(top.shape(), std::vector<int>({0, 2, 6, 5}));
+  cpu_set(layer.blobs()[0]->count(), TypeParam(0), layer.blobs()[0]->mutable_cpu_diff());
+  layer.Backward(t, {true}, b);
+  EXPECT_EQ(layer.blobs()[0]->asum_diff(), 0);
 }
 
 TYPED_TEST(ConvolutionLayerTest, ReshapeRejectsChangedChannels) {

@@ -127,6 +127,11 @@ TYPED_TEST(DeconvolutionLayerTest, MatchesNaiveDeconvolution) {
   this->CheckAgainstNaive({2, 4, 3, 4}, 6, {3, 2, 1, 2, 0, 1, 1, 1, 2}, true);
   this->CheckAgainstNaive({1, 4, 4, 4}, 4, {3, 3, 2, 1, 2, 1, 2, 2, 4}, false);
   this->CheckAgainstNaive({2, 3, 3, 3}, 5, {1, 1, 1, 1, 0, 0, 1, 1, 1}, true);  // 1x1
+  // Inputs large enough that images run one GEMM each; and small ones batched six to a GEMM
+  // with one left over.
+  this->CheckAgainstNaive({3, 2, 48, 50}, 3, {3, 3, 1, 1, 1, 1, 1, 1, 1}, true);
+  this->CheckAgainstNaive({7, 2, 9, 11}, 2, {1, 1, 1, 1, 0, 0, 1, 1, 1}, true);
+  this->CheckAgainstNaive({7, 2, 9, 11}, 4, {3, 3, 2, 2, 1, 1, 1, 1, 2}, true);
 }
 
 TYPED_TEST(DeconvolutionLayerTest, GradientStrided) {
@@ -157,6 +162,17 @@ TYPED_TEST(DeconvolutionLayerTest, Gradient1x1) {
       ParseText<LayerParameter>(DeconvText(2, {1, 1, 1, 1, 0, 0, 1, 1, 1})));
   GradientChecker<TypeParam> checker(1e-2, 1e-3);
   checker.CheckGradientExhaustive(&layer, b, t);
+}
+
+TYPED_TEST(DeconvolutionLayerTest, EmptyBatchIsFine) {
+  Blob<TypeParam> bottom({0, 2, 3, 3}), top;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  DeconvolutionLayer<TypeParam> layer(
+      ParseText<LayerParameter>(DeconvText(2, {3, 3, 2, 2, 1, 1, 1, 1, 1})));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  EXPECT_EQ(top.shape(), std::vector<int>({0, 2, 5, 5}));
+  layer.Backward(t, {true}, b);
 }
 
 TYPED_TEST(DeconvolutionLayerTest, RejectsBadParameters) {

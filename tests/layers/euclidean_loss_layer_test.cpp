@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "gradient_checker.hpp"
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -60,8 +59,8 @@ TYPED_TEST(EuclideanLossLayerTest, SizeMismatch) {
   this->b_.Reshape({3, 5});
   EuclideanLossLayer<TypeParam> layer(
       ParseText<LayerParameter>("name: 'l2' type: 'EuclideanLoss'"));
-  ExpectErrorMentioning([&] { layer.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'l2' (EuclideanLoss)"});
+  ExpectError([&] { layer.SetUp(this->bottom_vec_, this->top_vec_); },
+              {"layer 'l2' (EuclideanLoss)"});
 }
 
 }  // namespace doppio

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "gradient_checker.hpp"
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -77,12 +76,12 @@ TYPED_TEST(HingeLossLayerTest, BadLabels) {
   this->labels_.mutable_cpu_data()[1] = 3;
   HingeLossLayer<TypeParam> layer(ParseText<LayerParameter>("name: 'hinge' type: 'HingeLoss'"));
   layer.SetUp(this->bottom_vec_, this->top_vec_);
-  ExpectErrorMentioning([&] { layer.Forward(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'hinge' (HingeLoss)", "label value 3"});
+  ExpectError([&] { layer.Forward(this->bottom_vec_, this->top_vec_); },
+              {"layer 'hinge' (HingeLoss)", "label value 3"});
   this->labels_.Reshape({2, 2});
   HingeLossLayer<TypeParam> layer2(ParseText<LayerParameter>("name: 'hinge' type: 'HingeLoss'"));
-  ExpectErrorMentioning([&] { layer2.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'hinge'", "one label per sample"});
+  ExpectError([&] { layer2.SetUp(this->bottom_vec_, this->top_vec_); },
+              {"layer 'hinge'", "one label per sample"});
 }
 
 }  // namespace doppio

@@ -7,7 +7,6 @@
 
 #include "doppio/layers/softmax_loss_layer.hpp"
 #include "gradient_checker.hpp"
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -140,8 +139,8 @@ TYPED_TEST(InfogainLossLayerTest, BadInputs) {
   const std::string missing = this->dir_.path() + "/missing.binaryproto";
   InfogainLossLayer<TypeParam> no_file(ParseText<LayerParameter>(
       "name: 'info' type: 'InfogainLoss' infogain_loss_param { source: '" + missing + "' }"));
-  ExpectErrorMentioning([&] { no_file.SetUp(two, this->top_vec_); },
-                        {"layer 'info' (InfogainLoss)", missing});
+  ExpectError([&] { no_file.SetUp(two, this->top_vec_); },
+              {"layer 'info' (InfogainLoss)", missing});
   {
     std::ofstream junk(this->dir_.path() + "/junk", std::ios::binary);
     junk << "\xff\xff\xff not a proto";
@@ -149,27 +148,27 @@ TYPED_TEST(InfogainLossLayerTest, BadInputs) {
   InfogainLossLayer<TypeParam> bad_file(ParseText<LayerParameter>(
       "name: 'info' type: 'InfogainLoss' infogain_loss_param { source: '" + this->dir_.path() +
       "/junk' }"));
-  ExpectErrorMentioning([&] { bad_file.SetUp(two, this->top_vec_); }, {"layer 'info'", "junk"});
+  ExpectError([&] { bad_file.SetUp(two, this->top_vec_); }, {"layer 'info'", "junk"});
   InfogainLossLayer<TypeParam> no_source(
       ParseText<LayerParameter>("name: 'info' type: 'InfogainLoss'"));
-  ExpectErrorMentioning([&] { no_source.SetUp(two, this->top_vec_); },
-                        {"layer 'info'", "infogain_loss_param.source"});
+  ExpectError([&] { no_source.SetUp(two, this->top_vec_); },
+              {"layer 'info'", "infogain_loss_param.source"});
   this->H_.Reshape({2, 2});
   InfogainLossLayer<TypeParam> small_h(
       ParseText<LayerParameter>("name: 'info' type: 'InfogainLoss'"));
-  ExpectErrorMentioning([&] { small_h.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'info'", "infogain matrix"});
+  ExpectError([&] { small_h.SetUp(this->bottom_vec_, this->top_vec_); },
+              {"layer 'info'", "infogain matrix"});
   this->H_.Reshape({3, 3});
   this->labels_.mutable_cpu_data()[0] = 5;
   InfogainLossLayer<TypeParam> range(
       ParseText<LayerParameter>("name: 'info' type: 'InfogainLoss'"));
   range.SetUp(this->bottom_vec_, this->top_vec_);
-  ExpectErrorMentioning([&] { range.Forward(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'info'", "label value 5"});
+  ExpectError([&] { range.Forward(this->bottom_vec_, this->top_vec_); },
+              {"layer 'info'", "label value 5"});
   this->labels_.Reshape({3});
   InfogainLossLayer<TypeParam> count(
       ParseText<LayerParameter>("name: 'info' type: 'InfogainLoss'"));
-  ExpectErrorMentioning([&] { count.SetUp(this->bottom_vec_, this->top_vec_); }, {"layer 'info'"});
+  ExpectError([&] { count.SetUp(this->bottom_vec_, this->top_vec_); }, {"layer 'info'"});
 }
 
 TYPED_TEST(InfogainLossLayerTest, NoGradientToMatrix) {
@@ -178,7 +177,7 @@ TYPED_TEST(InfogainLossLayerTest, NoGradientToMatrix) {
       ParseText<LayerParameter>("name: 'info' type: 'InfogainLoss'"));
   layer.SetUp(this->bottom_vec_, this->top_vec_);
   layer.Forward(this->bottom_vec_, this->top_vec_);
-  ExpectErrorMentioning(
+  ExpectError(
       [&] {
         layer.Backward(this->top_vec_, {true, false, true}, this->bottom_vec_);
       },

@@ -126,6 +126,18 @@ TYPED_TEST(InnerProductLayerTest, GradientAxisTwoTransposed) {
   checker.CheckGradientExhaustive(&layer, b, t);
 }
 
+TYPED_TEST(InnerProductLayerTest, EmptyBatchIsFine) {
+  Blob<TypeParam> bottom({0, 3}), top;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  InnerProductLayer<TypeParam> layer(this->Param("num_output: 2"));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  EXPECT_EQ(top.shape(), std::vector<int>({0, 2}));
+  cpu_set(layer.blobs()[0]->count(), TypeParam(0), layer.blobs()[0]->mutable_cpu_diff());
+  layer.Backward(t, {true}, b);
+  EXPECT_EQ(layer.blobs()[0]->asum_diff(), 0);
+}
+
 TYPED_TEST(InnerProductLayerTest, RejectsBadInput) {
   using ::testing::AllOf;
   using ::testing::HasSubstr;

@@ -107,20 +107,24 @@ TYPED_TEST(LRNLayerTest, WithinChannelTinyInput) {
 }
 
 TYPED_TEST(LRNLayerTest, MatchesDefinition) {
-  for (const bool across : {true, false}) {
-    for (const int size : {1, 3, 5, 7}) {
-      Blob<TypeParam> bottom({2, 6, 5, 4}), top, expected({2, 6, 5, 4});
-      FillGaussian(&bottom, this->rng_);
-      std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
-      LRNLayer<TypeParam> layer(this->Param("local_size: " + std::to_string(size) +
-                                            " alpha: 0.7 beta: 0.6 k: 1.5 norm_region: " +
-                                            (across ? "ACROSS_CHANNELS" : "WITHIN_CHANNEL")));
-      layer.SetUp(b, t);
-      layer.Forward(b, t);
-      NaiveLRN(bottom, size, 0.7, 0.6, 1.5, across, &expected);
-      for (int i = 0; i < top.count(); ++i) {
-        ASSERT_NEAR(expected.cpu_data()[i], top.cpu_data()[i], 1e-5)
-            << (across ? "across" : "within") << " size " << size << " element " << i;
+  // beta 0.75, 0.5 and 1 take dedicated (vectorised) paths, others pow().
+  for (const double beta : {0.6, 0.75, 0.5, 1.0}) {
+    for (const bool across : {true, false}) {
+      for (const int size : {1, 3, 5, 7}) {
+        Blob<TypeParam> bottom({2, 6, 5, 4}), top, expected({2, 6, 5, 4});
+        FillGaussian(&bottom, this->rng_);
+        std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+        LRNLayer<TypeParam> layer(this->Param(
+            "local_size: " + std::to_string(size) + " alpha: 0.7 beta: " + std::to_string(beta) +
+            " k: 1.5 norm_region: " + (across ? "ACROSS_CHANNELS" : "WITHIN_CHANNEL")));
+        layer.SetUp(b, t);
+        layer.Forward(b, t);
+        NaiveLRN(bottom, size, 0.7, beta, 1.5, across, &expected);
+        for (int i = 0; i < top.count(); ++i) {
+          ASSERT_NEAR(expected.cpu_data()[i], top.cpu_data()[i], 1e-5)
+              << (across ? "across" : "within") << " size " << size << " beta " << beta
+              << " element " << i;
+        }
       }
     }
   }
@@ -163,6 +167,16 @@ TYPED_TEST(LRNLayerTest, GradientWithinChannelWideWindow) {
       this->Param("local_size: 5 alpha: 3 beta: 1.3 k: 2 norm_region: WITHIN_CHANNEL"));
   GradientChecker<TypeParam> checker(1e-2, 1e-2);
   checker.CheckGradientExhaustive(&layer, b, t);
+}
+
+TYPED_TEST(LRNLayerTest, EmptyBatchIsFine) {
+  Blob<TypeParam> bottom({0, 3, 2, 2}), top;
+  std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+  LRNLayer<TypeParam> layer(this->Param("local_size: 3"));
+  layer.SetUp(b, t);
+  layer.Forward(b, t);
+  EXPECT_EQ(top.shape(), bottom.shape());
+  layer.Backward(t, {true}, b);
 }
 
 TYPED_TEST(LRNLayerTest, RejectsBadInput) {

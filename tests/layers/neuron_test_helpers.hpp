@@ -15,47 +15,6 @@
 
 namespace doppio {
 
-template <typename Dtype>
-void SetValues(Blob<Dtype>* blob, const std::vector<double>& values) {
-  ASSERT_EQ(blob->count(), static_cast<int>(values.size()));
-  Dtype* data = blob->mutable_cpu_data();
-  for (std::size_t i = 0; i < values.size(); ++i) data[i] = static_cast<Dtype>(values[i]);
-}
-
-template <typename Dtype>
-void SetDiffs(Blob<Dtype>* blob, const std::vector<double>& values) {
-  ASSERT_EQ(blob->count(), static_cast<int>(values.size()));
-  Dtype* diff = blob->mutable_cpu_diff();
-  for (std::size_t i = 0; i < values.size(); ++i) diff[i] = static_cast<Dtype>(values[i]);
-}
-
-// Compares a blob's data (or diff) with expected values, to a relative tolerance.
-template <typename Dtype>
-void ExpectValues(const Blob<Dtype>& blob, const std::vector<double>& expected, bool diff = false,
-                  double tolerance = 1e-5) {
-  ASSERT_EQ(blob.count(), static_cast<int>(expected.size()));
-  const Dtype* got = diff ? blob.cpu_diff() : blob.cpu_data();
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_NEAR(got[i], expected[i], tolerance * std::max(1.0, std::fabs(expected[i])))
-        << (diff ? "diff" : "data") << " element " << i;
-  }
-}
-
-// Runs f and returns the message of the Error it throws; fails the test when none is thrown.
-inline std::string ErrorMessageOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected doppio::Error";
-  return "";
-}
-
-inline void ExpectContains(const std::string& text, const std::string& part) {
-  EXPECT_NE(text.find(part), std::string::npos) << "'" << text << "' lacks '" << part << "'";
-}
-
 // Runs a layer (made through the registry, so its registration is checked too) out of place
 // and, as a fresh instance, in place on the same input and top gradient, and requires equal
 // outputs, bottom gradients and parameter gradients. Both instances are seeded alike, so

@@ -297,6 +297,18 @@ TYPED_TEST(PoolingLayerTest, GradientStochasticTest) {
   checker.CheckGradientExhaustive(&layer, b, t);
 }
 
+TYPED_TEST(PoolingLayerTest, EmptyBatchIsFine) {
+  for (const std::string pool : {"MAX", "AVE"}) {
+    Blob<TypeParam> bottom({0, 3, 5, 5}), top;
+    std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+    PoolingLayer<TypeParam> layer(this->Param("pool: " + pool + " kernel_size: 2 stride: 2"));
+    layer.SetUp(b, t);
+    layer.Forward(b, t);
+    EXPECT_EQ(top.shape(), std::vector<int>({0, 3, 3, 3}));
+    layer.Backward(t, {true}, b);
+  }
+}
+
 TYPED_TEST(PoolingLayerTest, RejectsBadParameters) {
   using ::testing::AllOf;
   using ::testing::HasSubstr;

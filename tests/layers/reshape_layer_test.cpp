@@ -4,7 +4,6 @@
 
 #include "doppio/core/layer_registry.hpp"
 #include "gradient_checker.hpp"
-#include "structure_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "gradient_checker.hpp"
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -184,26 +183,24 @@ TYPED_TEST(ScaleLayerTest, BadShapes) {
   this->x_.Reshape({2, 3, 4});
   this->scale_.Reshape({4});
   ScaleLayer<TypeParam> mismatch(ParseText<LayerParameter>("name: 'sc' type: 'Scale'"));
-  ExpectErrorMentioning([&] { mismatch.SetUp(this->two_, this->top_); },
-                        {"layer 'sc' (Scale)", "does not match"});
+  ExpectError([&] { mismatch.SetUp(this->two_, this->top_); },
+              {"layer 'sc' (Scale)", "does not match"});
   ScaleLayer<TypeParam> axis(
       ParseText<LayerParameter>("name: 'sc' type: 'Scale' scale_param { axis: -4 }"));
-  ExpectErrorMentioning([&] { axis.SetUp(this->one_, this->top_); },
-                        {"layer 'sc'", "scale_param.axis"});
+  ExpectError([&] { axis.SetUp(this->one_, this->top_); }, {"layer 'sc'", "scale_param.axis"});
   ScaleLayer<TypeParam> too_many(
       ParseText<LayerParameter>("name: 'sc' type: 'Scale' scale_param { axis: 2 num_axes: 2 }"));
-  ExpectErrorMentioning([&] { too_many.SetUp(this->one_, this->top_); },
-                        {"layer 'sc'", "num_axes"});
+  ExpectError([&] { too_many.SetUp(this->one_, this->top_); }, {"layer 'sc'", "num_axes"});
   ScaleLayer<TypeParam> biased(ParseText<LayerParameter>(
       "name: 'sc' type: 'Scale' scale_param { axis: 2 bias_term: true }"));
   this->scale_.Reshape({3, 4});
-  ExpectErrorMentioning([&] { biased.SetUp(this->two_, this->top_); },
-                        {"layer 'sc' (Scale)", "scale_param.axis"});
+  ExpectError([&] { biased.SetUp(this->two_, this->top_); },
+              {"layer 'sc' (Scale)", "scale_param.axis"});
   LayerParameter stored = ParseText<LayerParameter>("name: 'sc' type: 'Scale'");
   Blob<TypeParam> wrong({5});
   wrong.ToProto(stored.add_blobs());
   ScaleLayer<TypeParam> from_model(stored);
-  ExpectErrorMentioning([&] { from_model.SetUp(this->one_, this->top_); }, {"layer 'sc'"});
+  ExpectError([&] { from_model.SetUp(this->one_, this->top_); }, {"layer 'sc'"});
 }
 
 }  // namespace doppio

@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "gradient_checker.hpp"
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -119,8 +118,8 @@ TYPED_TEST(SoftmaxLayerTest, BadAxisNamesLayer) {
   this->bottom_.Reshape({2, 3});
   SoftmaxLayer<TypeParam> layer(
       ParseText<LayerParameter>("name: 'sm' type: 'Softmax' softmax_param { axis: 2 }"));
-  ExpectErrorMentioning([&] { layer.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'sm'", "softmax_param.axis"});
+  ExpectError([&] { layer.SetUp(this->bottom_vec_, this->top_vec_); },
+              {"layer 'sm'", "softmax_param.axis"});
 }
 
 }  // namespace doppio

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "gradient_checker.hpp"
-#include "loss_test_helpers.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -174,11 +173,11 @@ TYPED_TEST(SoftmaxWithLossLayerTest, LabelOutOfRangeNamesLayerAndValue) {
   SoftmaxWithLossLayer<TypeParam> layer(
       ParseText<LayerParameter>("name: 'xent' type: 'SoftmaxWithLoss'"));
   layer.SetUp(this->bottom_vec_, this->top_vec_);
-  ExpectErrorMentioning([&] { layer.Forward(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'xent' (SoftmaxWithLoss)", "label value 7"});
+  ExpectError([&] { layer.Forward(this->bottom_vec_, this->top_vec_); },
+              {"layer 'xent' (SoftmaxWithLoss)", "label value 7"});
   this->label_.mutable_cpu_data()[2] = -3;
-  ExpectErrorMentioning([&] { layer.Forward(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'xent'", "label value -3"});
+  ExpectError([&] { layer.Forward(this->bottom_vec_, this->top_vec_); },
+              {"layer 'xent'", "label value -3"});
 }
 
 TYPED_TEST(SoftmaxWithLossLayerTest, LabelCountMismatch) {
@@ -186,12 +185,12 @@ TYPED_TEST(SoftmaxWithLossLayerTest, LabelCountMismatch) {
   this->label_.Reshape({2, 3});
   SoftmaxWithLossLayer<TypeParam> layer(
       ParseText<LayerParameter>("name: 'xent' type: 'SoftmaxWithLoss'"));
-  ExpectErrorMentioning([&] { layer.SetUp(this->bottom_vec_, this->top_vec_); },
-                        {"layer 'xent'", "number of labels (6"});
+  ExpectError([&] { layer.SetUp(this->bottom_vec_, this->top_vec_); },
+              {"layer 'xent'", "number of labels (6"});
   this->label_.Reshape({3, 1, 1, 2});  // first dimension differs
   SoftmaxWithLossLayer<TypeParam> layer2(
       ParseText<LayerParameter>("name: 'xent' type: 'SoftmaxWithLoss'"));
-  ExpectErrorMentioning([&] { layer2.SetUp(this->bottom_vec_, this->top_vec_); }, {"layer 'xent'"});
+  ExpectError([&] { layer2.SetUp(this->bottom_vec_, this->top_vec_); }, {"layer 'xent'"});
 }
 
 TYPED_TEST(SoftmaxWithLossLayerTest, NoGradientToLabels) {
@@ -203,7 +202,7 @@ TYPED_TEST(SoftmaxWithLossLayerTest, NoGradientToLabels) {
   EXPECT_TRUE(layer.AllowForceBackward(0));
   EXPECT_FALSE(layer.AllowForceBackward(1));
   layer.Forward(this->bottom_vec_, this->top_vec_);
-  ExpectErrorMentioning(
+  ExpectError(
       [&] {
         layer.Backward(this->top_vec_, {true, true}, this->bottom_vec_);
       },

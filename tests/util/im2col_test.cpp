@@ -113,6 +113,36 @@ TYPED_TEST(Im2colTest, Col2imMatchesNaiveLoop) {
   }
 }
 
+TYPED_TEST(Im2colTest, StridedRowsPlaceImagesSideBySide) {
+  // Two images written into one matrix with rows 2 * spatial apart, then read back.
+  Rng rng(3);
+  const Geometry g = {2, 5, 4, 3, 2, 1, 0, 2, 1, 1, 1};
+  const int spatial = g.out_h() * g.out_w();
+  const int rows = g.channels * g.kernel_h * g.kernel_w;
+  const int plane = g.channels * g.height * g.width;
+  std::vector<TypeParam> ims(2 * plane);
+  for (auto& v : ims) v = static_cast<TypeParam>(rng.Uniform(-1, 1));
+  std::vector<TypeParam> wide(2 * rows * spatial, TypeParam(5));
+  for (int b = 0; b < 2; ++b) {
+    im2col_cpu(ims.data() + b * plane, g.channels, g.height, g.width, g.kernel_h, g.kernel_w,
+               g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w,
+               wide.data() + b * spatial, 2 * spatial);
+  }
+  for (int b = 0; b < 2; ++b) {
+    const std::vector<TypeParam> im(ims.begin() + b * plane, ims.begin() + (b + 1) * plane);
+    const std::vector<TypeParam> expected = NaiveIm2col(g, im);
+    for (int r = 0; r < rows; ++r)
+      for (int s = 0; s < spatial; ++s)
+        ASSERT_EQ(expected[r * spatial + s], wide[r * 2 * spatial + b * spatial + s]);
+    std::vector<TypeParam> back(plane);
+    col2im_cpu(wide.data() + b * spatial, g.channels, g.height, g.width, g.kernel_h, g.kernel_w,
+               g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, back.data(),
+               2 * spatial);
+    const std::vector<TypeParam> expected_back = NaiveCol2im(g, expected);
+    for (int i = 0; i < plane; ++i) ASSERT_NEAR(expected_back[i], back[i], 1e-5);
+  }
+}
+
 TYPED_TEST(Im2colTest, SmallHandWorkedCase) {
   // 1 channel 3x3 image, 2x2 kernel, stride 1, pad 0: 4 output positions.
   const std::vector<TypeParam> im = {1, 2, 3, 4, 5, 6, 7, 8, 9};

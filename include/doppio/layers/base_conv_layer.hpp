@@ -27,25 +27,32 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   bool EqualNumBottomTopBlobs() const override { return true; }
 
  protected:
+  // The kernels below work on `count` consecutive images at once (at most
+  // images_per_gemm()). Images whose outputs are small are laid side by side in one wide
+  // column matrix, so that each GEMM is large enough to run BLAS efficiently; the product is
+  // then scattered back to the images. "input" is the side im2col reads (conv_in_channels_
+  // per image, conv_input_dim_ values apart), "output" the other (conv_output_dim_ apart).
+
   // output[g] = W[g] * im2col(input)[g]: the convolution's forward direction.
-  void forward_cpu_gemm(const Dtype* input, const Dtype* weights, Dtype* output,
+  void forward_cpu_gemm(const Dtype* input, int count, const Dtype* weights, Dtype* output,
                         bool skip_im2col = false);
-  void forward_cpu_bias(Dtype* output, const Dtype* bias);
   // input = col2im(W^T * output): the transpose, i.e. the gradient with respect to the input.
-  void backward_cpu_gemm(const Dtype* output, const Dtype* weights, Dtype* input);
+  // output_gathered: output is already in the gather buffer (from weight_cpu_gemm).
+  void backward_cpu_gemm(const Dtype* output, int count, const Dtype* weights, Dtype* input,
+                         bool output_gathered = false);
   // weights += output * im2col(input)^T, the weight gradient.
-  void weight_cpu_gemm(const Dtype* input, const Dtype* output, Dtype* weights,
+  void weight_cpu_gemm(const Dtype* input, const Dtype* output, int count, Dtype* weights,
                        bool skip_im2col = false);
-  // bias += sum over positions of output.
+  // output += bias, for one image.
+  void forward_cpu_bias(Dtype* output, const Dtype* bias);
+  // bias += sum over positions of output, for one image.
   void backward_cpu_bias(Dtype* bias, const Dtype* output);
+  int images_per_gemm() const { return images_per_gemm_; }
 
   // Output spatial shape from the input's (conv: smaller, deconv: larger).
   virtual void compute_output_shape() = 0;
   // False for Convolution (bottom is the convolution's input), true for Deconvolution.
   virtual bool reverse_dimensions() const = 0;
-
-  int input_h() const { return input_shape_[0]; }
-  int input_w() const { return input_shape_[1]; }
 
   // Read from ConvolutionParameter.
   int kernel_h_ = 0, kernel_w_ = 0;
@@ -68,8 +75,14 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   int out_spatial_dim_ = 0;        // top spatial size (for the bias)
 
  private:
-  void conv_im2col_cpu(const Dtype* data, Dtype* col) const;
-  void conv_col2im_cpu(const Dtype* col, Dtype* data) const;
+  // im2col / col2im of `count` images into / from a column matrix with count * spatial
+  // columns.
+  void conv_im2col_cpu(const Dtype* data, int count, Dtype* col) const;
+  void conv_col2im_cpu(const Dtype* col, int count, Dtype* data) const;
+  // Copies `count` images' outputs (channels x spatial each) to / from the gather buffer's
+  // channels x (count * spatial) layout.
+  void gather_output(const Dtype* output, int count, Dtype* buffer) const;
+  void scatter_output(const Dtype* buffer, int count, Dtype* output) const;
 
   int conv_in_channels_ = 0;
   int conv_out_channels_ = 0;
@@ -77,10 +90,12 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   int conv_out_spatial_dim_ = 0;      // spatial size of the convolution's output
   int kernel_dim_ = 0;                // rows of the column buffer per group
   int weight_offset_ = 0;
-  int col_offset_ = 0;
-  int output_offset_ = 0;
+  int conv_input_dim_ = 0;   // values per image on the input side
+  int conv_output_dim_ = 0;  // values per image on the output side
+  int images_per_gemm_ = 1;
 
-  Blob<Dtype> col_buffer_;
+  Blob<Dtype> col_buffer_;     // kernel_dim_ * group_ x images_per_gemm_ * spatial
+  Blob<Dtype> gather_buffer_;  // conv_out_channels_ x images_per_gemm_ * spatial
   Blob<Dtype> bias_multiplier_;
 };
 
