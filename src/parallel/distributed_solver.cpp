@@ -500,6 +500,18 @@ void DistributedSolver<Dtype>::ReduceTestScores(int test_net_id, std::vector<dou
   for (std::size_t i = 0; i < sums.size(); ++i) sums[i] = (*means)[i] * mine;
   comm_->Allreduce(sums.data(), sums.size(), CommType::kDouble, ReduceOp::kSum, "test scores");
   for (std::size_t i = 0; i < sums.size(); ++i) (*means)[i] = sums[i] / total;
+  // A rank with one test batch fewer than others skips one, so that every rank's data
+  // stream is at the same place for the next test: each test then scores `total`
+  // consecutive batches (the whole test set once when total x batch is its size).
+  const int most = (total + comm_->size() - 1) / comm_->size();
+  if (mine < most) {
+    Net<Dtype>& net = *solver_->test_nets()[test_net_id];
+    for (std::size_t i = 0; i < net.layers().size(); ++i) {
+      if (net.bottom_vecs()[i].empty() && IsShardedReader(net.layers()[i]->type())) {
+        net.ForwardFromTo(static_cast<int>(i), static_cast<int>(i));
+      }
+    }
+  }
   LOG_FIRST_N(INFO, 1) << "Test scores are means over all " << total << " test batches of the "
                        << comm_->size() << " ranks";
 }

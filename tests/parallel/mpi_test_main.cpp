@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string>
 
 #include "doppio/parallel/rank_logging.hpp"
 #include "doppio/util/math_functions.hpp"
@@ -21,17 +22,20 @@ std::shared_ptr<MpiCommunicator> g_world;
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
  public:
   explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  // (UnitTest::current_test_info would deadlock inside OnTestPartResult.)
+  void OnTestStart(const ::testing::TestInfo& test) override {
+    test_ = std::string(test.test_suite_name()) + "." + test.name();
+  }
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::fprintf(stderr, "[rank %d] FAILURE in %s.%s at %s:%d\n%s\n", rank_,
-                 test ? test->test_suite_name() : "?", test ? test->name() : "?",
+    std::fprintf(stderr, "[rank %d] FAILURE in %s at %s:%d\n%s\n", rank_, test_.c_str(),
                  result.file_name() ? result.file_name() : "?", result.line_number(),
                  result.message());
   }
 
  private:
   int rank_;
+  std::string test_;
 };
 }  // namespace
 
