@@ -12,11 +12,10 @@
 #include <iterator>
 #include <sstream>
 
-#include "doppio/data/convert.hpp"
-#include "doppio/data/db.hpp"
 #include "doppio/parallel/distributed_solver.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "mpi_test_util.hpp"
+#include "parallel_test_data.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -29,30 +28,8 @@ constexpr int kBatch = 3;  // per rank
 constexpr int kTrainRecords = 61;
 constexpr int kTestRecords = 29;
 
-// Class k: a bright row k over a little structured noise, 1 x 4 x 4 pixels.
-Datum Record(int i) {
-  Datum datum;
-  const int label = (i * 7) % 4;
-  datum.set_channels(1);
-  datum.set_height(4);
-  datum.set_width(4);
-  datum.set_label(label);
-  std::string pixels(16, '\0');
-  for (int h = 0; h < 4; ++h) {
-    for (int w = 0; w < 4; ++w) {
-      pixels[h * 4 + w] =
-          static_cast<char>((h == label ? 170 : 20) + (i * 37 + h * 11 + w * 5) % 60);
-    }
-  }
-  datum.set_data(pixels);
-  return datum;
-}
-
 void WriteLmdb(const std::string& path, int first, int count) {
-  auto db = db::OpenLMDB(path, db::Mode::kNew);
-  auto txn = db->NewTransaction();
-  for (int i = 0; i < count; ++i) txn->Put(FormatKey(i, 8), Record(first + i).SerializeAsString());
-  txn->Commit();
+  parallel_test::WriteRecords(path, first, count);
 }
 
 std::string Net(const std::string& dir, int train_batch, int test_batch, bool shared = false,
