@@ -268,7 +268,10 @@ void DistributedSolver<Dtype>::PrepareParameters(const SolverParameter& param) {
     auto shard = [&](NetParameter* net, const std::string& origin) {
       for (const LayerParameter& layer : net->layer()) {
         if (IsShardedReader(layer.type())) {
-          sharded_layers_.push_back(layer.name());
+          if (std::find(sharded_layers_.begin(), sharded_layers_.end(), layer.name()) ==
+              sharded_layers_.end()) {
+            sharded_layers_.push_back(layer.name());
+          }
         } else if (IsUnshardedReader(layer.type())) {
           LOG(WARNING) << origin << ": layer '" << layer.name() << "' (" << layer.type()
                        << ") does not shard its data: every rank reads the same records";

@@ -262,6 +262,10 @@ void GradientSync<Dtype>::FinishGradients() {
   for (const CommHandle& handle : waited) {
     spans.emplace_back(handle->start_time(), handle->end_time());
     if (timeline_) {
+      // From the moment backward released the bucket to the moment the communication
+      // thread started it, then the communication itself.
+      timeline_->Span("queued: " + handle->label(), "queued", Timeline::kCommunication,
+                      handle->issue_time(), handle->start_time());
       timeline_->Span(handle->label(), "communication", Timeline::kCommunication,
                       handle->start_time(), handle->end_time(), handle->bytes());
     }

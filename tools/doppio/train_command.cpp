@@ -161,7 +161,7 @@ int Train() {
   } catch (const AgreedError& error) {
     // Every rank stopped at the same point: end normally, with the error.
     if (comm->size() == 1) throw;
-    LOG(ERROR) << "rank " << comm->rank() << ": " << error.what();
+    LOG(ERROR) << error.what();
     return 1;
   } catch (const std::exception& error) {
     if (comm->size() == 1) throw;

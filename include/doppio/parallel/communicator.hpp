@@ -55,7 +55,8 @@ inline double CommClockSeconds() {
 // actually began and finished on this rank (CommClockSeconds); valid once done.
 class CommRequest {
  public:
-  CommRequest(std::string label, std::size_t bytes) : label_(std::move(label)), bytes_(bytes) {}
+  CommRequest(std::string label, std::size_t bytes)
+      : label_(std::move(label)), bytes_(bytes), issue_time_(CommClockSeconds()) {}
   CommRequest(const CommRequest&) = delete;
   CommRequest& operator=(const CommRequest&) = delete;
 
@@ -63,6 +64,8 @@ class CommRequest {
   bool Test();
   const std::string& label() const { return label_; }
   std::size_t bytes() const { return bytes_; }
+  // When it was issued (this object made), then started and finished.
+  double issue_time() const { return issue_time_; }
   double start_time() const { return start_time_; }
   double end_time() const { return end_time_; }
 
@@ -76,6 +79,7 @@ class CommRequest {
   std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
+  double issue_time_ = 0;
   double start_time_ = 0;
   double end_time_ = 0;
 };
