@@ -46,8 +46,16 @@ const char* CommTypeName(CommType type) {
 }
 
 void CommRequest::Wait() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_cv_.wait(lock, [this] { return done_; });
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return;
+  }
+  if (wait_hook_) wait_hook_(+1);
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, [this] { return done_; });
+  }
+  if (wait_hook_) wait_hook_(-1);
 }
 
 bool CommRequest::Test() {

@@ -198,6 +198,7 @@ void GradientSync<Dtype>::BeginIteration() {
     pending_[b] = buckets_[b].num_synced;
     handles_[b] = nullptr;
   }
+  launched_ = 0;
   stats_ = SyncStats();
 }
 
@@ -213,6 +214,7 @@ void GradientSync<Dtype>::Launch(int bucket) {
                                          MemoryKind::kHost, BucketLabel(bucket));
   }
   stats_.bytes += slice.count * sizeof(Dtype);
+  ++launched_;
 }
 
 template <typename Dtype>
@@ -221,6 +223,8 @@ void GradientSync<Dtype>::AfterBackward(int layer_id) {
     for (int bucket : layer_buckets_[layer_id]) {
       if (--pending_[bucket] == 0) Launch(bucket);
     }
+    // Between layers: let the communication thread move what is in flight along.
+    if (launched_ > 0) comm_->Poke();
   }
   if (layer_id == 0) ++sub_iteration_;
 }

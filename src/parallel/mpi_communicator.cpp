@@ -106,6 +106,7 @@ struct MpiCommunicator::Impl {
   std::deque<std::unique_ptr<PendingOp>> queue;
   bool stop = false;
   bool ready = false;
+  bool poked = false;
 
   // Written once by the thread before `ready`.
   MPI_Comm comm = MPI_COMM_NULL;
@@ -114,6 +115,8 @@ struct MpiCommunicator::Impl {
   int thread_level = 0;
   std::string library;
 
+  // Threads blocked in CommRequest::Wait: while there are any, the thread polls flat out.
+  std::atomic<int> waiting{0};
   std::atomic<std::uint64_t> issued{0};
   std::atomic<std::uint64_t> completed{0};
   std::atomic<double> timeout{0};
@@ -318,6 +321,9 @@ struct StagedOp : PendingOp {
 CommHandle MpiCommunicator::Impl::Submit(std::unique_ptr<PendingOp> op, const std::string& label,
                                          std::size_t bytes) {
   op->handle = std::make_shared<CommRequest>(label, bytes);
+  op->handle->set_wait_hook([this](int delta) {
+    if ((waiting += delta) > 0) cv.notify_one();
+  });
   CommHandle handle = op->handle;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -503,15 +509,23 @@ void MpiCommunicator::Impl::Run() {
     }
     if (progressed) {
       idle_rounds = 0;
+    } else if (waiting.load() > 0) {
+      // Someone is blocked on the result: poll again at once, only letting other runnable
+      // threads (of an oversubscribed machine) go first.
+      idle_rounds = 0;
+      sched_yield();
     } else if (!active.empty()) {
-      // Poll fast at first, then back off so that this thread does not take a core from
-      // the computation it overlaps with.
+      // The caller computes meanwhile: poll now and then (and whenever it pokes between
+      // layers), so that this thread does not take the core from the computation.
       ++idle_rounds;
-      if (idle_rounds < 16) {
+      if (idle_rounds < 4) {
         sched_yield();
       } else {
-        std::this_thread::sleep_for(
-            std::chrono::microseconds(std::min(200, 10 * (idle_rounds - 15))));
+        std::unique_lock<std::mutex> lock(mutex);
+        if (queue.empty() && waiting.load() == 0 && !poked) {
+          cv.wait_for(lock, std::chrono::microseconds(std::min(100, 10 * idle_rounds)));
+        }
+        poked = false;
       }
     }
   }
@@ -691,6 +705,14 @@ CommHandle MpiCommunicator::IGatherv(const void* send, std::size_t bytes, void* 
   DOPPIO_ENSURE(bytes <= static_cast<std::size_t>(INT_MAX))
       << label << ": more than 2 GiB from one rank";
   return impl_->Submit(std::move(host), label, bytes);
+}
+
+void MpiCommunicator::Poke() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->poked = true;
+  }
+  impl_->cv.notify_one();
 }
 
 void MpiCommunicator::set_timeout(double seconds) {

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -72,6 +73,9 @@ class CommRequest {
   // For implementations.
   void MarkStarted(double time);
   void MarkDone(double time);
+  // Called with +1 when a thread starts waiting in Wait, -1 when it stops (a communicator
+  // drives progress harder while someone waits).
+  void set_wait_hook(std::function<void(int)> hook) { wait_hook_ = std::move(hook); }
 
  private:
   std::string label_;
@@ -82,6 +86,7 @@ class CommRequest {
   double issue_time_ = 0;
   double start_time_ = 0;
   double end_time_ = 0;
+  std::function<void(int)> wait_hook_;
 };
 using CommHandle = std::shared_ptr<CommRequest>;
 
@@ -131,6 +136,10 @@ class Communicator {
   virtual CommHandle IGatherv(const void* send, std::size_t bytes, void* recv,
                               const std::vector<std::size_t>& recv_bytes, int root,
                               const std::string& label) = 0;
+
+  // A hint that now is a good moment to drive the operations in flight (the trainer calls it
+  // between layers of backward); cheap, and a no-op where progress needs no help.
+  virtual void Poke() {}
 
   // Seconds a started operation may take before the job is aborted with a message naming
   // the ranks that did not arrive; 0 waits forever.

@@ -91,6 +91,7 @@ class GradientSync {
   std::vector<int> pending_;
   std::vector<CommHandle> handles_;
   int sub_iteration_ = 0;
+  int launched_ = 0;
   double iteration_start_ = 0;
   SyncStats stats_;
 };

@@ -51,6 +51,7 @@ class MpiCommunicator : public Communicator {
   CommHandle IGatherv(const void* send, std::size_t bytes, void* recv,
                       const std::vector<std::size_t>& recv_bytes, int root,
                       const std::string& label) override;
+  void Poke() override;
   void set_timeout(double seconds) override;
   double timeout() const override;
   void set_device_memory_ops(std::shared_ptr<DeviceMemoryOps> ops,
