@@ -533,7 +533,7 @@ void DistributedSolver<Dtype>::LogRankTimes() {
   comm_->Allgather(mine, all.data(), 5, CommType::kDouble, "rank times");
   if (comm_->rank() != 0) return;
   int slowest = 0, fastest = 0, most_wait = 0, least_wait = 0;
-  double comm = 0, hidden = 0;
+  double comm = 0, hidden = 0, iteration = 0;
   for (int r = 0; r < comm_->size(); ++r) {
     if (all[5 * r] > all[5 * slowest]) slowest = r;
     if (all[5 * r] < all[5 * fastest]) fastest = r;
@@ -541,7 +541,10 @@ void DistributedSolver<Dtype>::LogRankTimes() {
     if (all[5 * r + 1] < all[5 * least_wait + 1]) least_wait = r;
     comm += all[5 * r + 2];
     hidden += all[5 * r + 3];
+    iteration = std::max(iteration, all[5 * r + 4]);
   }
+  const long long global_batch =
+      static_cast<long long>(batch_) * rank_param_.iter_size() * comm_->size();
   std::ostringstream line;
   line << "Iteration " << solver_->iter() << ", ranks over the last " << iterations << " iteration"
        << (iterations == 1 ? "" : "s") << ": compute per iteration slowest rank " << slowest << " "
@@ -551,7 +554,8 @@ void DistributedSolver<Dtype>::LogRankTimes() {
        << Milliseconds(all[5 * least_wait + 1]) << "; communication "
        << Milliseconds(comm / comm_->size()) << " per iteration, "
        << static_cast<int>(comm > 0 ? 100.0 * hidden / comm + 0.5 : 0)
-       << "% hidden behind backward";
+       << "% hidden behind backward; " << std::fixed << std::setprecision(1)
+       << (iteration > 0 ? global_batch / iteration : 0.0) << " images/s over all ranks";
   LOG(INFO) << line.str();
 }
 
