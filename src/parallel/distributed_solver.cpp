@@ -616,11 +616,18 @@ void DistributedSolver<Dtype>::Solve(const std::string& resume_file) {
   }
   solver_->Solve();
   if (comm_->size() > 1 && options_.sync != SyncMode::kReduceBroadcast) {
-    // Every rank applied the same updates: their weights must still agree.
+    // Every rank applied the same updates: their learned weights must still agree.
+    // (BatchNorm's running statistics are each rank's own, as in Caffe's multi-GPU
+    // training; snapshots hold rank 0's.)
     Hasher hash;
-    const Dtype* data = solver_->net()->arena_data();
-    for (const GradientBucket& bucket : sync_->buckets()) {
-      hash.AddBytes(data + bucket.offset, bucket.count * sizeof(Dtype));
+    const Net<Dtype>& net = *solver_->net();
+    for (std::size_t i = 0; i < net.learnable_params().size(); ++i) {
+      const int layer = net.learnable_param_last_layer()[i];
+      if (net.params_lr()[i] == 0.f || net.layers()[layer]->type() == std::string("BatchNorm")) {
+        continue;
+      }
+      hash.AddBytes(net.arena_data() + net.learnable_param_offsets()[i],
+                    net.learnable_params()[i]->count() * sizeof(Dtype));
     }
     const std::vector<std::uint64_t> sums = comm_->AllgatherValue(hash.value(), "final checksum");
     std::vector<int> differ;
