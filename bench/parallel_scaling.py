@@ -7,6 +7,7 @@ thread per rank, the same batch per rank, and prints per model and mode:
 
   np=1 ms      time per iteration of one process
   np=2 ms      time per iteration of two ranks (each with the same per-rank batch)
+  compute ms   of which forward and backward (mean of the ranks; np=1 is all compute)
   efficiency   weak-scaling efficiency, np=1 ms / np=2 ms (1.0: perfect)
   comm ms      time per iteration during which a collective was in progress (mean of ranks)
   hidden       the part of it that overlapped backward
@@ -84,9 +85,9 @@ def main():
                     print("  %-14s np=%d %-12s %9.1f ms/iter" % (
                         net, row["np"], key[2], row["iter_ms"]), flush=True)
     print()
-    header = ("%-14s %6s %9s  %-12s %9s %10s %9s %7s %9s" %
-              ("net", "batch", "np=1 ms", "sync", "np=2 ms", "efficiency", "comm ms",
-               "hidden", "wait ms"))
+    header = ("%-14s %6s %9s  %-12s %9s %10s %10s %9s %7s %9s" %
+              ("net", "batch", "np=1 ms", "sync", "np=2 ms", "compute ms", "efficiency",
+               "comm ms", "hidden", "wait ms"))
     print(header)
     print("-" * len(header))
     rows = []
@@ -99,9 +100,9 @@ def main():
                 continue
             efficiency = one["iter_ms"] / two["iter_ms"]
             hidden = two["hidden_ms"] / two["comm_ms"] if two["comm_ms"] > 0 else 0.0
-            print("%-14s %6d %9.1f  %-12s %9.1f %10.2f %9.1f %6.0f%% %9.2f" % (
-                net, two["batch"], one["iter_ms"], sync, two["iter_ms"], efficiency,
-                two["comm_ms"], 100 * hidden, two["wait_ms"]))
+            print("%-14s %6d %9.1f  %-12s %9.1f %10.1f %10.2f %9.1f %6.0f%% %9.2f" % (
+                net, two["batch"], one["iter_ms"], sync, two["iter_ms"], two["compute_ms"],
+                efficiency, two["comm_ms"], 100 * hidden, two["wait_ms"]))
             rows.append(dict(net=net, batch=two["batch"], np1_ms=one["iter_ms"], sync=sync,
                              np2_ms=two["iter_ms"], efficiency=efficiency,
                              comm_ms=two["comm_ms"], hidden_fraction=hidden,

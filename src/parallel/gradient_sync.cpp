@@ -129,7 +129,7 @@ GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode 
   const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
   // The first bucket holds the last layers' gradients, ready first: keep it small so that
   // communication starts early in backward.
-  const std::size_t first_bytes = std::min<std::size_t>(bucket_bytes, 1 << 20);
+  const std::size_t first_bytes = std::min<std::size_t>(bucket_bytes, 256 << 10);
   buckets_ = PlanBuckets(*net, std::max<std::size_t>(bucket_bytes, 1),
                          std::max<std::size_t>(first_bytes, 1));
   layer_buckets_.assign(net->layers().size(), {});
