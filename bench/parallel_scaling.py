@@ -13,6 +13,10 @@ thread per rank, the same batch per rank, and prints per model and mode:
   hidden       the part of it that overlapped backward
   wait ms      exposed wait per iteration: the main thread blocked on communication
 
+A row "(2 x np=1)" runs two independent one-process trainings at the same time: the
+efficiency the machine's cores allow without any communication (shared caches, memory
+bandwidth, other load), against which the np=2 rows' communication cost can be read.
+
 Rounds alternate np=1 and np=2 and each configuration keeps its fastest round, because
 the machine's other load shifts timings by tens of percent.
 
@@ -39,6 +43,20 @@ def run(command, env, timeout):
         sys.stderr.write("FAILED: %s\n%s\n" % (" ".join(command), result.stderr[-3000:]))
         return []
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def run_pair(command, env, timeout):
+    """Two independent one-process runs at once: np=2's cores without any communication."""
+    processes = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    rows = []
+    for process in processes:
+        out, err = process.communicate(timeout=timeout)
+        if process.returncode != 0:
+            sys.stderr.write("FAILED: %s\n%s\n" % (" ".join(command), err[-3000:]))
+            return []
+        rows += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [max(rows, key=lambda row: row["iter_ms"])] if len(rows) == 2 else []
 
 
 def main():
@@ -71,15 +89,20 @@ def main():
                   "--repeats=%d" % args.repeats, "--warmup=1", "--threads=1",
                   "--bucket_mb=%g" % args.bucket_mb]
         for round_index in range(args.rounds):
-            order = [1, 2] if round_index % 2 == 0 else [2, 1]
-            for ranks in order:
-                if ranks == 1:
-                    command = common
-                else:
+            order = ["1", "2", "pair"] if round_index % 2 == 0 else ["pair", "2", "1"]
+            for what in order:
+                if what == "2":
                     command = [args.mpiexec, "--oversubscribe", "-np", "2", "-x",
                                "OPENBLAS_NUM_THREADS=1", "--bind-to", "none"] + common
-                for row in run(command, env, args.timeout):
-                    key = (net, row["np"], row["sync"] if row["np"] > 1 else "-")
+                    rows = run(command, env, args.timeout)
+                elif what == "1":
+                    rows = run(common, env, args.timeout)
+                else:
+                    rows = run_pair(common, env, args.timeout)
+                for row in rows:
+                    if what == "pair":
+                        row["sync"] = "2 x np=1"
+                    key = (net, row["np"], row["sync"] if what != "1" else "-")
                     if key not in best or row["iter_ms"] < best[key]["iter_ms"]:
                         best[key] = row
                     print("  %-14s np=%d %-12s %9.1f ms/iter" % (
@@ -93,6 +116,12 @@ def main():
     rows = []
     for net in args.nets.split(","):
         one = best.get((net, 1, "-"))
+        pair = best.get((net, 1, "2 x np=1"))
+        if one is not None and pair is not None:
+            # The machine's own ceiling: two processes that never communicate.
+            print("%-14s %6d %9.1f  %-12s %9.1f %10.1f %10.2f %9s %7s %9s" % (
+                net, pair["batch"], one["iter_ms"], "(2 x np=1)", pair["iter_ms"],
+                pair["compute_ms"], one["iter_ms"] / pair["iter_ms"], "-", "-", "-"))
         for sync in ["overlap", "reduce_bcast", "blocking"]:
             two = best.get((net, 2, sync))
             if one is None or two is None:

@@ -465,6 +465,7 @@ void MpiCommunicator::Impl::Run() {
   cv.notify_all();
 
   int idle_rounds = 0;
+  double last_progress = 0;
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex);
@@ -509,11 +510,13 @@ void MpiCommunicator::Impl::Run() {
     }
     if (progressed) {
       idle_rounds = 0;
+      last_progress = CommClockSeconds();
     } else if (waiting.load() > 0) {
-      // Someone is blocked on the result: poll again at once, only letting other runnable
-      // threads (of an oversubscribed machine) go first.
+      // Someone is blocked on the result: poll again at once; after a while without
+      // progress let other runnable threads (of an oversubscribed machine: the peer rank
+      // may need this core) go first.
       idle_rounds = 0;
-      sched_yield();
+      if (CommClockSeconds() - last_progress > 200e-6) sched_yield();
     } else if (!active.empty()) {
       // The caller computes meanwhile: poll now and then (and whenever it pokes between
       // layers), so that this thread does not take the core from the computation.
