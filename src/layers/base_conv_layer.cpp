@@ -181,11 +181,13 @@ void BaseConvolutionLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& 
   conv_output_dim_ = reverse_dimensions() ? bottom_dim_ : top_dim_;
 
   // Two ways to run the GEMMs, chosen by shape (both measured with OpenBLAS 0.3.21):
-  // - Small filters (out channels x kernel_dim_ per group up to kSmallProduct / 16): one
-  //   image at a time, each product cut into blocks of block_ columns of at most
-  //   kSmallProduct multiply-adds. OpenBLAS runs such small products without packing its
-  //   operands, near the core's peak (CIFAR-10's 5x5 convolutions: 105-113 GFLOPS against
-  //   60-90 for the same work in one call). The weight gradient runs as
+  // - Small filters (at most kSmallRows out channels per group, and out channels x
+  //   kernel_dim_ up to kSmallProduct / 16): one image at a time, each product cut into
+  //   blocks of block_ columns of at most kSmallProduct multiply-adds. OpenBLAS runs such
+  //   small products without packing its operands, near the core's peak (CIFAR-10's 5x5
+  //   convolutions: 105-113 GFLOPS against 60-90 for the same work in one call). With more
+  //   output channels its packed kernels reach 90-100 GFLOPS themselves and blocks gain
+  //   nothing (GoogLeNet's 128-channel 1x1s ran slower). The weight gradient runs as
   //   W^T += col * top^T so that it too is a plain product, on a transposed copy of each
   //   image's top diff, into transposed accumulators.
   // - Otherwise narrow products run BLAS poorly, so images with small outputs share one
@@ -195,14 +197,16 @@ void BaseConvolutionLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& 
   //   which caps the chunk at the batch's share of one thread.
   // The small path also needs the image's column matrix to stay in cache (kColumnBytes).
   constexpr double kSmallProduct = 1e6;
+  constexpr int kSmallRows = 64;
   constexpr size_t kColumnBytes = size_t(1) << 20;
   constexpr int kBatchBelowColumns = 256;
   constexpr int kTargetColumns = 512;
-  const double filter = static_cast<double>(conv_out_channels_ / group_) * kernel_dim_;
-  const int block = static_cast<int>(kSmallProduct / filter) / 16 * 16;
+  const int rows = conv_out_channels_ / group_;
+  const int block =
+      static_cast<int>(kSmallProduct / (static_cast<double>(rows) * kernel_dim_)) / 16 * 16;
   const size_t column_bytes =
       sizeof(Dtype) * static_cast<size_t>(kernel_dim_) * group_ * conv_out_spatial_dim_;
-  block_ = block >= 16 && column_bytes <= kColumnBytes ? block : 0;
+  block_ = rows <= kSmallRows && block >= 16 && column_bytes <= kColumnBytes ? block : 0;
   int images = 1;
   if (!block_ && conv_out_spatial_dim_ > 0 && conv_out_spatial_dim_ < kBatchBelowColumns) {
     const int threads = ParallelParts();

@@ -353,9 +353,10 @@ TYPED_TEST(ConvolutionLayerTest, BatchedAndPerImageGemmsAgree) {
 }
 
 // The shapes that take each of the layer's GEMM strategies (see BaseConvolutionLayer::Reshape):
-// small filters (out channels x in channels x kernel area per group up to 62500) run one image
-// at a time in blocks of columns, larger ones batch images with small outputs into one GEMM,
-// or run one image at a time when outputs are wide (256 positions or more).
+// small filters (at most 64 out channels per group, and out channels x in channels x kernel
+// area per group up to 62500) run one image at a time in blocks of columns; larger ones batch
+// images with small outputs into one GEMM, or run one image at a time when outputs are wide
+// (256 positions or more).
 struct PathCase {
   const char* name;
   std::vector<int> shape;  // bottom N, C, H, W
