@@ -187,9 +187,11 @@ void BaseConvolutionLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& 
   //   small products without packing its operands, near the core's peak (CIFAR-10's 5x5
   //   convolutions: 105-113 GFLOPS against 60-90 for the same work in one call). With more
   //   output channels its packed kernels reach 90-100 GFLOPS themselves and blocks gain
-  //   nothing (GoogLeNet's 128-channel 1x1s ran slower). The weight gradient runs as
-  //   W^T += col * top^T so that it too is a plain product, on a transposed copy of each
-  //   image's top diff, into transposed accumulators.
+  //   nothing (GoogLeNet's 128-channel 1x1s ran slower). The weight gradient
+  //   W += top * col^T is a product with B transposed, which OpenBLAS only runs unpacked
+  //   for weights of up to kSmallTransposed values per group; larger ones run as
+  //   W^T += col * top^T, a plain product, on a transposed copy of each image's top diff,
+  //   into transposed accumulators (CIFAR-10: 92-112 GFLOPS against 46-84).
   // - Otherwise narrow products run BLAS poorly, so images with small outputs share one
   //   GEMM of about kTargetColumns columns. Wider outputs run one image at a time: that
   //   keeps each image's column buffer small enough to stay in cache between im2col and the
@@ -198,6 +200,7 @@ void BaseConvolutionLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& 
   // The small path also needs the image's column matrix to stay in cache (kColumnBytes).
   constexpr double kSmallProduct = 1e6;
   constexpr int kSmallRows = 64;
+  constexpr int kSmallTransposed = 1200;
   constexpr size_t kColumnBytes = size_t(1) << 20;
   constexpr int kBatchBelowColumns = 256;
   constexpr int kTargetColumns = 512;
@@ -207,6 +210,7 @@ void BaseConvolutionLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& 
   const size_t column_bytes =
       sizeof(Dtype) * static_cast<size_t>(kernel_dim_) * group_ * conv_out_spatial_dim_;
   block_ = rows <= kSmallRows && block >= 16 && column_bytes <= kColumnBytes ? block : 0;
+  weight_t_ = block_ && rows * kernel_dim_ > kSmallTransposed;
   int images = 1;
   if (!block_ && conv_out_spatial_dim_ > 0 && conv_out_spatial_dim_ < kBatchBelowColumns) {
     const int threads = ParallelParts();
@@ -221,7 +225,8 @@ void BaseConvolutionLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& 
   col_part_size_ = columns ? static_cast<size_t>(kernel_dim_) * group_ * column_count : 0;
   gather_part_size_ =
       images_per_gemm_ > 1 ? static_cast<size_t>(conv_out_channels_) * column_count : 0;
-  top_t_part_size_ = block_ ? static_cast<size_t>(conv_out_channels_) * conv_out_spatial_dim_ : 0;
+  top_t_part_size_ =
+      weight_t_ ? static_cast<size_t>(conv_out_channels_) * conv_out_spatial_dim_ : 0;
   // One part's buffers; prepare_parts() adds those of more threads.
   if (columns) col_buffer_.Reshape({kernel_dim_ * group_, column_count});
   if (images_per_gemm_ > 1) gather_buffer_.Reshape({conv_out_channels_, column_count});
@@ -232,6 +237,20 @@ void BaseConvolutionLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& 
 }
 
 namespace {
+
+// out (cols x rows) = in (rows x cols)^T, both row-major, a band of columns at a time so
+// that the rows being written stay in L1.
+template <typename Dtype>
+void Transpose(const Dtype* in, int rows, int cols, Dtype* out) {
+  constexpr int kBand = 32;
+  for (int j0 = 0; j0 < cols; j0 += kBand) {
+    const int j1 = std::min(cols, j0 + kBand);
+    for (int r = 0; r < rows; ++r) {
+      const Dtype* src = in + static_cast<size_t>(r) * cols;
+      for (int j = j0; j < j1; ++j) out[static_cast<size_t>(j) * rows + r] = src[j];
+    }
+  }
+}
 
 // Grows `blob` to hold `parts` buffers of `size` values and returns its data.
 template <typename Dtype>
@@ -262,7 +281,7 @@ void BaseConvolutionLayer<Dtype>::prepare_param_diffs(int parts, Dtype* weight_d
   for (int k = 0; k < 2; ++k) {
     param_diff_parts_[k] = nullptr;
     // The small path's weight gradient is transposed, so part 0 needs a copy too.
-    const int own = k == 0 && block_ ? parts : parts - 1;
+    const int own = k == 0 && weight_t_ ? parts : parts - 1;
     if (!param_diff_[k] || own == 0) continue;
     const size_t count = this->blobs_[k]->count();
     param_diff_parts_[k] = PartBuffers(copies[k], count, own);
@@ -274,7 +293,7 @@ template <typename Dtype>
 Dtype* BaseConvolutionLayer<Dtype>::param_diff_part(int index, int part) const {
   if (!param_diff_[index]) return nullptr;
   const size_t count = this->blobs_[index]->count();
-  if (index == 0 && block_) return param_diff_parts_[0] + count * part;
+  if (index == 0 && weight_t_) return param_diff_parts_[0] + count * part;
   return part == 0 ? param_diff_[index] : param_diff_parts_[index] + count * (part - 1);
 }
 
@@ -285,7 +304,7 @@ void BaseConvolutionLayer<Dtype>::reduce_param_diffs(int parts) {
     if (!diff) continue;
     const Dtype* copies = param_diff_parts_[k];
     const int count = this->blobs_[k]->count();
-    if (k == 0 && block_) {
+    if (k == 0 && weight_t_) {
       // Row o of group g of the weights gathers column o of the group's transposed copies.
       const int m = conv_out_channels_ / group_;
       ParallelFor(conv_out_channels_, 64, [&](int begin, int end, int) {
@@ -432,15 +451,11 @@ void BaseConvolutionLayer<Dtype>::weight_cpu_gemm(const Dtype* input, const Dtyp
     col = buffer;
   }
   const int m = conv_out_channels_ / group_;
-  if (block_) {
+  if (weight_t_) {
     // weights (transposed, kernel_dim_ x m per group) += col * output^T, over blocks of
     // positions; output^T is positions x conv_out_channels_.
     Dtype* output_t = top_t_data_ + top_t_part_size_ * part;
-    for (int c = 0; c < conv_out_channels_; ++c) {
-      const Dtype* src = output + static_cast<size_t>(c) * columns;
-      for (int j = 0; j < columns; ++j)
-        output_t[static_cast<size_t>(j) * conv_out_channels_ + c] = src[j];
-    }
+    Transpose(output, conv_out_channels_, columns, output_t);
     for (int g = 0; g < group_; ++g) {
       const Dtype* col_g = col + static_cast<size_t>(kernel_dim_) * columns * g;
       Dtype* w_g = weights + static_cast<size_t>(weight_offset_) * g;
@@ -459,11 +474,16 @@ void BaseConvolutionLayer<Dtype>::weight_cpu_gemm(const Dtype* input, const Dtyp
     gather_output(output, count, gathered);
     out = gathered;
   }
+  const int block = block_ ? block_ : columns;
   for (int g = 0; g < group_; ++g) {
-    cpu_gemm<Dtype>(Trans::kNo, Trans::kYes, m, kernel_dim_, columns, Dtype(1),
-                    out + static_cast<size_t>(m) * columns * g,
-                    col + static_cast<size_t>(kernel_dim_) * columns * g, Dtype(1),
-                    weights + static_cast<size_t>(weight_offset_) * g);
+    const Dtype* out_g = out + static_cast<size_t>(m) * columns * g;
+    const Dtype* col_g = col + static_cast<size_t>(kernel_dim_) * columns * g;
+    Dtype* w_g = weights + static_cast<size_t>(weight_offset_) * g;
+    for (int j = 0; j < columns; j += block) {
+      cpu_gemm<Dtype>(Trans::kNo, Trans::kYes, m, kernel_dim_, std::min(block, columns - j),
+                      Dtype(1), out_g + j, columns, col_g + j, columns, Dtype(1), w_g,
+                      kernel_dim_);
+    }
   }
 }
 

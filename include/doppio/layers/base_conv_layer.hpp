@@ -124,6 +124,8 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   Blob<Dtype> top_t_buffer_;
   // Columns per GEMM on the small path (see Reshape); 0 when not on it.
   int block_ = 0;
+  // Whether the small path's weight gradient runs transposed (see Reshape).
+  bool weight_t_ = false;
   size_t col_part_size_ = 0, gather_part_size_ = 0, top_t_part_size_ = 0;
   Dtype* col_data_ = nullptr;
   Dtype* gather_data_ = nullptr;
