@@ -99,7 +99,8 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   // im2col / col2im of `count` images into / from a column matrix with count * spatial
   // columns.
   void conv_im2col_cpu(const Dtype* data, int count, Dtype* col) const;
-  void conv_col2im_cpu(const Dtype* col, int count, Dtype* data) const;
+  // col2im may clear entries of `col` (scratch) that belong to the padding.
+  void conv_col2im_cpu(Dtype* col, int count, Dtype* data) const;
   // Copies `count` images' outputs (channels x spatial each) to / from the gather buffer's
   // channels x (count * spatial) layout.
   void gather_output(const Dtype* output, int count, Dtype* buffer) const;
