@@ -5,10 +5,11 @@
 //       --scale=0.00390625 --labels=labels.txt digit.png
 //
 // Each image is read through OpenCV (gray for a 1-channel input, BGR for 3 channels, as the
-// data sets were built) and turned into network input by the data pipeline's
-// DataTransformer in the TEST phase: with a mean file larger than the input (ImageNet's
-// 256 x 256 mean for a 227 x 227 net) the image is resized to the mean's size and its centre
-// cropped, as `doppio test` sees validation records; otherwise it is resized to the input.
+// data sets were built), resized, and turned into network input by the data pipeline's
+// DataTransformer in the TEST phase. Images are resized to --resize, else to the mean file's
+// size, else to the net's input; when that is larger than the input, the centre is cropped,
+// as `doppio test` sees validation records (ImageNet: 256 x 256 with the mean, then the
+// 227 x 227 centre).
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -43,6 +44,9 @@ DEFINE_string(labels, "",
               "A text file with one class name per line (line i names class i); without it "
               "the class indices are printed.");
 DEFINE_int32(top_k, 5, "How many of the most probable classes to print per image.");
+DEFINE_string(resize, "",
+              "Resize images to H or H,W pixels, then crop the centre to the net's input "
+              "(default: the mean file's size, else the input's size).");
 DEFINE_string(output, "",
               "The net output blob to rank; empty: the net's last output (e.g. 'prob').");
 
@@ -74,10 +78,28 @@ Blob<float>* FindImageInput(const Net<float>& net, const std::string& model) {
   return nullptr;
 }
 
+// Parses --resize: "H" or "H,W"; empty when the flag is not given.
+std::vector<int> ResizeFromFlag() {
+  std::vector<int> size;
+  for (const std::string& part : SplitCommaList(FLAGS_resize)) {
+    char* end = nullptr;
+    const long value = std::strtol(part.c_str(), &end, 10);
+    DOPPIO_ENSURE(end != part.c_str() && *end == '\0' && value > 0 && value < 100000)
+        << "classify: --resize '" << FLAGS_resize << "' is not H or H,W in pixels";
+    size.push_back(static_cast<int>(value));
+  }
+  DOPPIO_ENSURE(size.size() <= 2) << "classify: --resize '" << FLAGS_resize
+                                  << "' has more than two sizes (give H or H,W)";
+  if (size.size() == 1) size.push_back(size[0]);
+  return size;
+}
+
+// The transform from an image of *resize_to pixels to the net's input: the mean, the scale
+// and, when the image is larger than the input, the centre crop.
 TransformationParameter ClassifyTransform(int height, int width, std::vector<int>* resize_to) {
   TransformationParameter transform;
   transform.set_scale(static_cast<float>(FLAGS_scale));
-  *resize_to = {height, width};
+  *resize_to = ResizeFromFlag();
   DOPPIO_ENSURE(FLAGS_mean.empty() || FLAGS_mean_value.empty())
       << "classify: give --mean or --mean_value, not both";
   if (!FLAGS_mean.empty()) {
@@ -87,16 +109,22 @@ TransformationParameter ClassifyTransform(int height, int width, std::vector<int
     DOPPIO_ENSURE(shape.size() >= 3)
         << "classify: --mean file '" << FLAGS_mean << "' is not an image mean (shape has "
         << shape.size() << " axes)";
-    const int mean_h = shape[shape.size() - 2], mean_w = shape[shape.size() - 1];
+    const std::vector<int> mean_size = {shape[shape.size() - 2], shape[shape.size() - 1]};
+    // The mean is subtracted before the crop, so the image takes the mean's size.
+    DOPPIO_ENSURE(resize_to->empty() || *resize_to == mean_size)
+        << "classify: --resize=" << FLAGS_resize << " differs from the size of the mean in '"
+        << FLAGS_mean << "' (" << mean_size[0] << " x " << mean_size[1]
+        << "); images are resized to the mean's size";
+    *resize_to = mean_size;
     transform.set_mean_file(FLAGS_mean);
-    if (mean_h != height || mean_w != width) {
-      DOPPIO_ENSURE(mean_h >= height && mean_w >= width && height == width)
-          << "classify: the mean in '" << FLAGS_mean << "' is " << mean_h << " x " << mean_w
-          << " but the net's input is " << height << " x " << width
-          << "; the mean must have the input's size, or be larger for a square centre crop";
-      transform.set_crop_size(static_cast<unsigned>(height));
-      *resize_to = {mean_h, mean_w};
-    }
+  }
+  if (resize_to->empty()) *resize_to = {height, width};
+  if ((*resize_to)[0] != height || (*resize_to)[1] != width) {
+    DOPPIO_ENSURE((*resize_to)[0] >= height && (*resize_to)[1] >= width && height == width)
+        << "classify: images resized to " << (*resize_to)[0] << " x " << (*resize_to)[1]
+        << " (--resize or the mean's size) cannot be centre-cropped to the net's " << height
+        << " x " << width << " input; the size must be the input's, or larger for a square input";
+    transform.set_crop_size(static_cast<unsigned>(height));
   }
   for (const std::string& value : SplitCommaList(FLAGS_mean_value)) {
     char* end = nullptr;
