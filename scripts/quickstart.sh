@@ -44,7 +44,7 @@ else
     data/mnist/get_mnist.sh
   fi
 fi
-test_digits=2000
+test_digits=2,000
 if grep -q "60,000" data/mnist/SOURCE 2> /dev/null; then test_digits="first 2,000 of the 10,000"; fi
 
 # 3. Training. One rank per core; Open MPI wants --allow-run-as-root for root and
