@@ -1,8 +1,9 @@
 // Helper of the cluster tests (tests/cluster/cluster_test.py):
 //
-//   doppio_cluster_helper make-data DIR TRAIN TEST
-//       DIR/train_lmdb and DIR/test_lmdb: TRAIN and TEST generated MNIST-sized digits
-//       (1 x 28 x 28, labels 0..9), the same bytes on every run.
+//   doppio_cluster_helper make-data DIR TRAIN TEST [CHANNELS HEIGHT WIDTH]
+//       DIR/train_lmdb and DIR/test_lmdb: TRAIN and TEST generated images (MNIST-sized,
+//       1 x 28 x 28, unless a shape is given; labels 0..9), the same bytes on every run.
+//       bench/cluster_scaling.py uses it too.
 //   doppio_cluster_helper compare A.caffemodel B.caffemodel [RTOL [ATOL]]
 //       Compares the parameter blobs of two weight files layer by layer; exit 0 when every
 //       value agrees within ATOL + RTOL * |b| (defaults 2e-4 and 2e-5), 1 when some do not,
@@ -43,44 +44,63 @@ class Lcg {
   std::uint64_t state_;
 };
 
-// Class k: a bright 4 x 20 bar whose row and slant depend on k, over faint noise, so that
-// LeNet's loss falls within a few iterations and every rank's batch differs.
-Datum Digit(int index, Lcg* rng) {
+// Class k: a bright bar (a fifth of the height, most of the width) whose row and slant depend
+// on k, over faint noise, so that LeNet's loss falls within a few iterations and every
+// rank's batch differs.
+struct Shape {
+  int channels = 1, height = 28, width = 28;
+};
+
+Datum Image(int index, const Shape& shape, Lcg* rng) {
   const int label = static_cast<int>(rng->Next() % 10);
+  const int height = shape.height, width = shape.width;
   Datum datum;
-  datum.set_channels(1);
-  datum.set_height(28);
-  datum.set_width(28);
+  datum.set_channels(shape.channels);
+  datum.set_height(height);
+  datum.set_width(width);
   datum.set_label(label);
-  std::string pixels(28 * 28, '\0');
-  const int row = 3 + 2 * label;
+  std::string pixels(static_cast<std::size_t>(shape.channels) * height * width, '\0');
+  const int bar = std::max(1, height / 7);
+  const int row = height / 10 + label * (height - 2 * bar) / 12;
   const int shift = static_cast<int>(rng->Next() % 5) - 2;
-  for (int h = 0; h < 28; ++h) {
-    for (int w = 0; w < 28; ++w) {
-      int value = static_cast<int>(rng->Next() % 48);
-      const int bar_row = row + shift + (label % 3 == 0 ? (w - 14) / 7 : 0);
-      if (h >= bar_row && h < bar_row + 4 && w >= 4 && w < 24) value = 200 + (index + w) % 56;
-      pixels[h * 28 + w] = static_cast<char>(value);
+  for (int c = 0; c < shape.channels; ++c) {
+    for (int h = 0; h < height; ++h) {
+      for (int w = 0; w < width; ++w) {
+        int value = static_cast<int>(rng->Next() % 48);
+        const int bar_row = row + shift + (label % 3 == 0 ? (w - width / 2) * 2 / width : 0);
+        if (h >= bar_row && h < bar_row + bar && w >= width / 7 && w < width - width / 7) {
+          value = 200 + (index + w + c) % 56;
+        }
+        pixels[(static_cast<std::size_t>(c) * height + h) * width + w] = static_cast<char>(value);
+      }
     }
   }
   datum.set_data(pixels);
   return datum;
 }
 
-void MakeSet(const std::string& path, int count, std::uint64_t seed) {
-  auto db = db::OpenLMDB(path, db::Mode::kNew, std::size_t(64) << 20);
+void MakeSet(const std::string& path, int count, const Shape& shape, std::uint64_t seed) {
+  const std::size_t bytes = std::size_t(count) * shape.channels * shape.height * shape.width;
+  auto db = db::OpenLMDB(path, db::Mode::kNew, std::max(std::size_t(64) << 20, 2 * bytes));
   auto txn = db->NewTransaction();
   Lcg rng(seed);
-  for (int i = 0; i < count; ++i) txn->Put(FormatKey(i, 8), Digit(i, &rng).SerializeAsString());
+  for (int i = 0; i < count; ++i) {
+    txn->Put(FormatKey(i, 8), Image(i, shape, &rng).SerializeAsString());
+  }
   txn->Commit();
 }
 
-int MakeData(const std::string& dir, int train, int test) {
+int MakeData(const std::string& dir, int train, int test, const Shape& shape) {
   DOPPIO_ENSURE(train > 0 && test > 0) << "make-data: the record counts must be positive";
+  DOPPIO_ENSURE(shape.channels > 0 && shape.height >= 7 && shape.width >= 7 &&
+                shape.channels * shape.height * shape.width <= (1 << 24))
+      << "make-data: the shape " << shape.channels << " x " << shape.height << " x " << shape.width
+      << " is out of range";
   std::filesystem::create_directories(dir);
-  MakeSet(dir + "/train_lmdb", train, 1);
-  MakeSet(dir + "/test_lmdb", test, 2);
-  std::cout << "make-data: " << train << " training and " << test << " test records in " << dir
+  MakeSet(dir + "/train_lmdb", train, shape, 1);
+  MakeSet(dir + "/test_lmdb", test, shape, 2);
+  std::cout << "make-data: " << train << " training and " << test << " test records of "
+            << shape.channels << " x " << shape.height << " x " << shape.width << " in " << dir
             << "\n";
   return 0;
 }
@@ -157,15 +177,17 @@ int Compare(const std::string& a_path, const std::string& b_path, double rtol, d
 
 int Main(int argc, char** argv) {
   const std::string command = argc > 1 ? argv[1] : "";
-  if (command == "make-data" && argc == 5) {
-    return MakeData(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+  if (command == "make-data" && (argc == 5 || argc == 8)) {
+    Shape shape;
+    if (argc == 8) shape = {std::atoi(argv[5]), std::atoi(argv[6]), std::atoi(argv[7])};
+    return MakeData(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), shape);
   }
   if (command == "compare" && argc >= 4 && argc <= 6) {
     const double rtol = argc > 4 ? std::atof(argv[4]) : 2e-4;
     const double atol = argc > 5 ? std::atof(argv[5]) : 2e-5;
     return Compare(argv[2], argv[3], rtol, atol);
   }
-  std::cerr << "usage: doppio_cluster_helper make-data DIR TRAIN TEST\n"
+  std::cerr << "usage: doppio_cluster_helper make-data DIR TRAIN TEST [CHANNELS HEIGHT WIDTH]\n"
                "       doppio_cluster_helper compare A.caffemodel B.caffemodel [RTOL [ATOL]]\n";
   return 2;
 }
