@@ -24,6 +24,7 @@ CAP_NET_ADMIN, no iproute2 or Open MPI); the reason is printed.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -70,7 +71,14 @@ def skip_reason():
     if made.returncode != 0:
         return ("`ip netns add` fails here (" + made.stderr.strip() +
                 "): the machine does not allow network namespaces")
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    try:
+        inside = subprocess.run(["ip", "netns", "exec", probe, "unshare", "--uts", "true"],
+                                capture_output=True, text=True)
+    finally:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    if inside.returncode != 0:
+        return ("commands cannot run inside a network namespace here (`ip netns exec` with "
+                "`unshare --uts`: " + inside.stderr.strip() + ")")
     return None
 
 
@@ -338,17 +346,39 @@ def reference_run(case, data, tag, max_iter=ITERATIONS):
     return path
 
 
+def check_timeline(path, hosts):
+    """The --timeline file is a Chrome trace with every host's rank and its communication."""
+    check(os.path.exists(path), f"--timeline wrote no {path}")
+    with open(path) as f:
+        try:
+            trace = json.load(f)
+        except ValueError as error:
+            raise Failure(f"{path} is not JSON: {error}")
+    spans = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X"]
+    ranks = {e.get("pid") for e in spans}
+    check(ranks == set(range(hosts)), f"{path}: spans of ranks {sorted(ranks)}, not 0..{hosts - 1}")
+    for rank in range(hosts):
+        check(any(e["pid"] == rank and e.get("cat") == "communication" for e in spans),
+              f"{path}: rank {rank} has no communication span")
+    log(f"timeline {os.path.basename(path)}: {len(spans)} spans from {hosts} ranks")
+
+
 def equivalence(case, hosts, rate, runs):
     data = case.make_data()
     reference = reference_run(case, data, "ref")
     cluster = case.cluster(f"dteq{hosts}")
     cluster.up(hosts, rate)
     net = case.write_net(data, GLOBAL_BATCH // hosts)
-    for tag, flags in runs:
+    for number, (tag, flags) in enumerate(runs):
         out = os.path.join(case.work, f"hosts{hosts}_{tag}")
         solver = case.write_solver(f"{hosts}_{tag}", net, ITERATIONS, out)
+        timeline = os.path.join(case.work, f"hosts{hosts}_{tag}.json")
+        # The first run also writes a timeline (it must not change the weights).
+        extra = [f"--timeline={timeline}"] if number == 0 else []
         start = time.monotonic()
-        output = case.train_cluster(cluster, solver, ["--comm_timeout=60", *flags])
+        output = case.train_cluster(cluster, solver, ["--comm_timeout=60", *flags, *extra])
+        if extra:
+            check_timeline(timeline, hosts)
         log(f"{hosts} hosts {' '.join(flags) or '(defaults)'}: {ITERATIONS} iterations in "
             f"{time.monotonic() - start:.1f} s")
         # Every rank on its own node (its own network stack), the global batch as the reference.
