@@ -251,7 +251,7 @@ cmd_down() {
   for ns in $namespaces; do ip netns del "$ns" 2>/dev/null || true; done
   rm -rf "$STATE"
   if [[ -n "$namespaces" ]]; then
-    say "removed $(echo "$namespaces" | wc -w) namespace(s): $(echo $namespaces)"
+    say "removed $(echo "$namespaces" | wc -w) namespace(s): $(echo "$namespaces" | paste -sd' ')"
   fi
   local left
   left=$(cluster_namespaces)
@@ -273,6 +273,7 @@ cmd_run() {
   n=$(require_up)
   local mpirun
   mpirun=$(command -v mpirun) || die "run: mpirun not found (apt-get install openmpi-bin)"
+  # shellcheck disable=SC2054  # tcp,self is one argument
   local args=(
     --allow-run-as-root --oversubscribe
     --hostfile "$STATE/hostfile"
@@ -295,6 +296,7 @@ cmd_run() {
     case "$a" in -np | -n | --np | -c | --n | -npernode | --npernode | --map-by | -N) has_np=1 ;; esac
   done
   [[ $has_np -eq 1 ]] || args+=(-np "$n")
+  # shellcheck disable=SC2016  # expanded by the inner shell
   exec ip netns exec "$(host_ns 0)" unshare --uts sh -c 'hostname "$0" && exec "$@"' \
     "$(host_ns 0)" "$mpirun" "${args[@]}" "$@"
 }
@@ -306,6 +308,7 @@ cmd_exec() {
   n=$(require_up)
   [[ "$h" =~ ^[0-9]+$ && "$h" -lt "$n" ]] || die "exec: no host $h (the cluster has $n)"
   [[ $# -gt 0 ]] || die "exec: give a command"
+  # shellcheck disable=SC2016  # expanded by the inner shell
   exec ip netns exec "$(host_ns "$h")" unshare --uts sh -c 'hostname "$0" && exec "$@"' \
     "$(host_ns "$h")" "$@"
 }
