@@ -44,7 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = {
     "lenet": dict(batch=64, shape=(1, 28, 28), warmup=4, measure=16),
     "cifar10_quick": dict(batch=100, shape=(3, 32, 32), warmup=2, measure=8),
-    "alexnet": dict(batch=4, shape=(3, 227, 227), warmup=2, measure=3),
+    "alexnet": dict(batch=4, shape=(3, 227, 227), warmup=1, measure=2),
 }
 CLUSTER = "dpbench"
 

@@ -6,6 +6,9 @@ by a bridge; Open MPI runs over TCP between them), builds its own inputs (a gene
 MNIST-sized LMDB, LeNet prototxts written here), and removes the cluster again, also when it
 fails. Cases:
 
+  script               cluster.sh itself: every rank of `run -np 4` on its own host (hostname,
+                       network namespace, address), up is idempotent and reshapes, links
+                       are shaped and go down, down leaves nothing
   equivalence_2hosts   LeNet on 2 hosts, one rank each, for every --sync mode, ends with the
                        weights of one process with the same global batch
   equivalence_4hosts   the same on 4 hosts, over links shaped to 1 Gbit/s
@@ -528,7 +531,56 @@ def case_resume_other_hosts(case):
                  f"snapshot of 2 hosts resumed by one process, iteration {ITERATIONS}")
 
 
+def case_script(case):
+    """scripts/cluster.sh itself: hosts, addresses, reshaping, links, run and down."""
+    cluster = case.cluster("dtscript")
+    cluster.up(4)
+    cluster.up(4)  # idempotent
+    check(len(cluster.namespaces()) == 5, f"4 hosts and a switch expected: {cluster.namespaces()}")
+    probe = ('echo "rank=$OMPI_COMM_WORLD_RANK host=$(hostname) '
+             'net=$(readlink /proc/self/ns/net) $(ip -o -4 addr show dev eth0)"')
+    job = cluster.run(["-np", "4", "sh", "-c", probe], case.env)
+    rc = job.wait(60)
+    check(rc == 0, f"cluster.sh run -np 4 failed ({rc}):\n{job.tail()}")
+    lines = [l for l in job.output().splitlines() if l.startswith("rank=")]
+    check(len(lines) == 4, f"4 ranks expected:\n{job.output()}")
+    by_rank = {}
+    for line in lines:
+        rank = int(re.search(r"rank=(\d+)", line).group(1))
+        by_rank[rank] = (re.search(r"host=(\S+)", line).group(1),
+                         re.search(r"net=(\S+)", line).group(1),
+                         re.search(r"inet (\S+)", line).group(1))
+        log(f"  rank {rank}: hostname {by_rank[rank][0]}, {by_rank[rank][1]}, "
+            f"eth0 {by_rank[rank][2]}")
+    for rank in range(4):
+        check(by_rank[rank] == (f"dtscript-h{rank}", by_rank[rank][1], f"10.213.7.{rank + 1}/24"),
+              f"rank {rank} is not alone on host {rank}: {by_rank[rank]}")
+    check(len({v[1] for v in by_rank.values()}) == 4, "the ranks share a network namespace")
+    check(by_rank[0][1] != os.readlink("/proc/self/ns/net"),
+          "rank 0 runs in the machine's own network namespace")
+    # Nothing of the cluster in the machine's own namespace.
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    check("dtscript" not in links and not re.search(r"\bh\d+@", links),
+          "cluster interfaces in the root namespace")
+    # Shaped links, reshaping to fewer hosts, a link down and up.
+    cluster.up(2, "100mbit")
+    check(len(cluster.namespaces()) == 3, f"2 hosts and a switch expected: {cluster.namespaces()}")
+    qdisc = subprocess.run(["tc", "-n", "dtscript-h1", "qdisc", "show", "dev", "eth0"],
+                           capture_output=True, text=True).stdout
+    check("tbf" in qdisc and "100Mbit" in qdisc, f"no 100 Mbit/s tbf on host 1: {qdisc}")
+    cluster.link(1, "down")
+    reach = subprocess.run(["ip", "netns", "exec", "dtscript-h0", "timeout", "2", "bash", "-c",
+                            "exec 3<>/dev/tcp/10.213.7.2/9"], capture_output=True, text=True)
+    check("refused" not in reach.stderr, "host 1 answers with its link down")
+    cluster.link(1, "up")
+    check(cluster.down(), "cluster.sh down failed")
+    check(not cluster.namespaces(), f"namespaces left: {cluster.namespaces()}")
+    state = os.path.join(os.environ.get("TMPDIR", "/tmp"), "doppio-cluster-dtscript")
+    check(not os.path.exists(state), f"{state} left behind")
+
+
 CASES = {
+    "script": case_script,
     "equivalence_2hosts": case_equivalence_2hosts,
     "equivalence_4hosts": case_equivalence_4hosts,
     "link_failure": case_link_failure,
