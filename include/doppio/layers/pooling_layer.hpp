@@ -30,6 +30,11 @@ class PoolingLayer : public Layer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
  private:
   void ForwardMax(const Dtype* in, Dtype* out, int* mask, Dtype* top_mask);
@@ -47,6 +52,10 @@ class PoolingLayer : public Layer<Dtype> {
   // MAX: argmax per output (when no mask top is given); STOCHASTIC TRAIN: the sampled index.
   // Both index within the input plane; -1 marks an empty window.
   std::vector<int> index_;
+#ifdef DOPPIO_WITH_CUDA
+  std::shared_ptr<SyncedMemory> index_gpu_;  // index_ of Forward_gpu, on the device
+  Blob<Dtype> rand_gpu_;                     // STOCHASTIC TRAIN: one uniform draw per output
+#endif
 };
 
 }  // namespace doppio

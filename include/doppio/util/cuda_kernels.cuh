@@ -4,11 +4,15 @@
 // counter-based random generator.
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "doppio/core/gpu_context.hpp"
+#include "doppio/core/synced_memory.hpp"
 #include "doppio/util/gpu_util.hpp"
+#include "doppio/util/math_functions.hpp"
 
 namespace doppio {
 
@@ -94,6 +98,146 @@ __device__ __forceinline__ double UniformFromBits<double>(unsigned int a, unsign
   const unsigned long long bits =
       (static_cast<unsigned long long>(a >> 5) << 26) | static_cast<unsigned long long>(b >> 6);
   return static_cast<double>(bits) * (1.0 / 9007199254740992.0);  // 53 bits
+}
+
+}  // namespace doppio
+
+// Instantiates a layer's Forward_gpu and Backward_gpu, defined in its .cu file, for float and
+// double (the class itself is instantiated in its .cpp file).
+#define DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(classname)                                        \
+  template void classname<float>::Forward_gpu(const std::vector<::doppio::Blob<float>*>&,    \
+                                              const std::vector<::doppio::Blob<float>*>&);   \
+  template void classname<double>::Forward_gpu(const std::vector<::doppio::Blob<double>*>&,  \
+                                               const std::vector<::doppio::Blob<double>*>&); \
+  template void classname<float>::Backward_gpu(const std::vector<::doppio::Blob<float>*>&,   \
+                                               const std::vector<bool>&,                     \
+                                               const std::vector<::doppio::Blob<float>*>&);  \
+  template void classname<double>::Backward_gpu(const std::vector<::doppio::Blob<double>*>&, \
+                                                const std::vector<bool>&,                    \
+                                                const std::vector<::doppio::Blob<double>*>&)
+
+namespace doppio {
+
+// Per-channel sums over a (outer, channels, inner) layout: out[c] = sum over n and k of
+// term(index of (n, c, k)), then out[c] = result (beta 0) or beta * out[c] + result. One block
+// per channel reduces in a fixed order, so the result is deterministic. `Term` is a functor
+// with `__device__ Dtype operator()(long long index) const`.
+constexpr int kChannelSumThreads = 512;
+
+template <typename Dtype, typename Term>
+__global__ void ChannelSumKernel(int outer, int channels, int inner, Term term, Dtype beta,
+                                 Dtype* out) {
+  __shared__ Dtype cache[kChannelSumThreads];
+  const long long per_channel = static_cast<long long>(outer) * inner;
+  for (int c = blockIdx.x; c < channels; c += gridDim.x) {
+    Dtype sum = 0;
+    for (long long j = threadIdx.x; j < per_channel; j += blockDim.x) {
+      const long long n = j / inner;
+      const long long k = j - n * inner;
+      sum += term((n * channels + c) * inner + k);
+    }
+    cache[threadIdx.x] = sum;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[c] = beta == Dtype(0) ? cache[0] : beta * out[c] + cache[0];
+    __syncthreads();  // cache is reused for the next channel
+  }
+}
+
+template <typename Dtype, typename Term>
+void ChannelSum(GpuContext& gpu, int outer, int channels, int inner, Term term, Dtype beta,
+                Dtype* out) {
+  if (channels <= 0) return;
+  const int blocks = channels < 65535 ? channels : 65535;
+  ChannelSumKernel<Dtype, Term>
+      <<<blocks, kChannelSumThreads, 0, gpu.stream()>>>(outer, channels, inner, term, beta, out);
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) detail::ThrowCudaError(status, "ChannelSumKernel", __FILE__, __LINE__);
+}
+
+// a[i] (times b[i] when b is given).
+template <typename Dtype>
+struct ProductTerm {
+  const Dtype* a;
+  const Dtype* b;
+  __device__ Dtype operator()(long long i) const { return b ? a[i] * b[i] : a[i]; }
+};
+
+}  // namespace doppio
+
+namespace doppio {
+
+// Block-wide reductions for kernels launched with a power-of-two blockDim.x of at most
+// kGpuThreads; every thread of the block must call them and gets the result. `cache` is a
+// __shared__ array of kGpuThreads elements.
+template <typename Dtype>
+__device__ Dtype BlockReduceSum(Dtype value, Dtype* cache) {
+  cache[threadIdx.x] = value;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
+    __syncthreads();
+  }
+  const Dtype result = cache[0];
+  __syncthreads();  // cache may be reused right away
+  return result;
+}
+
+template <typename Dtype>
+__device__ Dtype BlockReduceMax(Dtype value, Dtype* cache) {
+  cache[threadIdx.x] = value;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) cache[threadIdx.x] = max(cache[threadIdx.x], cache[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const Dtype result = cache[0];
+  __syncthreads();
+  return result;
+}
+
+// Launches one block of kGpuThreads per row (at most 65535 blocks; kernels loop over rows
+// with a block stride).
+inline int GpuRowBlocks(long long rows) {
+  return static_cast<int>(rows < 1 ? 1 : (rows > 65535 ? 65535 : rows));
+}
+
+}  // namespace doppio
+
+namespace doppio {
+
+// A device int through which a kernel reports the first bad index it met (an invalid label):
+// kernels lower it with atomicMin; the host reads it back after the kernel (this waits).
+inline int* ResetIndexFlag(GpuContext& gpu, std::shared_ptr<SyncedMemory>* flag) {
+  if (!*flag) *flag = std::make_shared<SyncedMemory>(sizeof(int));
+  int* ptr = static_cast<int*>((*flag)->mutable_gpu_data(gpu));
+  gpu_set<int>(gpu, 1, INT_MAX, ptr);
+  return ptr;
+}
+
+// INT_MAX when nothing was reported.
+inline int ReadIndexFlag(const std::shared_ptr<SyncedMemory>& flag) {
+  return *static_cast<const int*>(flag->cpu_data());
+}
+
+}  // namespace doppio
+
+namespace doppio {
+
+// Copies `rows` blocks of `chunk` values: dst[r * dst_stride + dst_offset + k] =
+// src[r * src_stride + src_offset + k] (Concat, Slice).
+template <typename Dtype>
+__global__ void StridedBlockCopy(long long n, int chunk, const Dtype* src, long long src_stride,
+                                 long long src_offset, Dtype* dst, long long dst_stride,
+                                 long long dst_offset) {
+  DOPPIO_KERNEL_LOOP(i, n) {
+    const long long r = i / chunk;
+    const long long k = i - r * chunk;
+    dst[r * dst_stride + dst_offset + k] = src[r * src_stride + src_offset + k];
+  }
 }
 
 }  // namespace doppio
