@@ -35,7 +35,7 @@ class LRNLayer : public Layer<Dtype> {
                     const BlobVec& bottom) override;
 #endif
 
- private:
+ protected:  // the cuDNN engine derives from this class
   void CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale);
   void CrossChannelBackward(const Dtype* in, const Dtype* top_diff, const Dtype* scale,
                             Dtype* bottom_diff);

@@ -36,7 +36,7 @@ class PoolingLayer : public Layer<Dtype> {
                     const BlobVec& bottom) override;
 #endif
 
- private:
+ protected:  // the cuDNN engine derives from this class
   void ForwardMax(const Dtype* in, Dtype* out, int* mask, Dtype* top_mask);
   void ForwardAve(const Dtype* in, Dtype* out);
   void ForwardStochasticTrain(const Dtype* in, Dtype* out, int* index);

@@ -26,7 +26,7 @@ class ReLULayer : public NeuronLayer<Dtype> {
                     const BlobVec& bottom) override;
 #endif
 
- private:
+ protected:  // the cuDNN engine derives from this class
   Dtype negative_slope_ = 0;
 };
 
