@@ -44,8 +44,7 @@ int Train() {
       << "train: give --snapshot to resume training or --weights to fine-tune, not both";
   const SolverAction sigint_effect = ParseSolverAction(FLAGS_sigint_effect, "sigint_effect");
   const SolverAction sighup_effect = ParseSolverAction(FLAGS_sighup_effect, "sighup_effect");
-  const std::vector<int> gpus = GpusFromFlag();
-  DOPPIO_ENSURE(gpus.empty()) << "train: --gpu is not supported by this command yet";
+  std::shared_ptr<GpuContext> gpu = GpuFromFlags();
 
   SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
   UpgradeSnapshotPrefix(FLAGS_solver, &solver_param);
@@ -58,8 +57,12 @@ int Train() {
         << "train: --iterations must be >= 0, not " << FLAGS_iterations;
     solver_param.set_max_iter(FLAGS_iterations);
   }
-  if (solver_param.solver_mode() == SolverParameter::GPU) {
+  if (gpu) {
+    solver_param.set_solver_mode(SolverParameter::GPU);
+    solver_param.set_device_id(gpu->device());
+  } else if (solver_param.solver_mode() == SolverParameter::GPU) {
     LOG(INFO) << "solver_mode is GPU, but no --gpu was given: training on the CPU";
+    solver_param.set_solver_mode(SolverParameter::CPU);
   }
   // --snapshot restores the weights it names; --weights replaces the solver's own list.
   if (!FLAGS_snapshot.empty()) {
@@ -70,7 +73,7 @@ int Train() {
   }
 
   SignalHandler signal_handler(sigint_effect, sighup_effect);
-  std::unique_ptr<Solver<float>> solver = SolverRegistry<float>::CreateSolver(solver_param);
+  std::unique_ptr<Solver<float>> solver = SolverRegistry<float>::CreateSolver(solver_param, gpu);
   solver->SetActionFunction(signal_handler.GetActionFunction());
   solver->set_allow_nonfinite_loss(FLAGS_allow_nonfinite_loss);
   if (!FLAGS_snapshot.empty()) LOG(INFO) << "Resuming from " << FLAGS_snapshot;
