@@ -7,6 +7,7 @@
 
 #include "doppio/layers/cudnn_conv_layer.hpp"
 #include "doppio/util/cuda_kernels.cuh"
+#include "doppio/util/math_functions.hpp"
 
 namespace doppio {
 
@@ -117,7 +118,7 @@ void CudnnConvolutionLayer<Dtype>::Prepare(const BlobVec& bottom, const BlobVec&
     limit = workspace.bytes();
     DOPPIO_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
         handle, bottom_desc_.get(), bottom[0]->gpu_data(gpu), filter_desc_,
-        this->blobs_[0]->gpu_data(gpu), fwd_conv_, top_desc_.get(), output.get(),
+        AlignedParam(0, &aligned_weight_), fwd_conv_, top_desc_.get(), output.get(),
         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace.get(), workspace.bytes()));
   } else {
     DOPPIO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
@@ -158,7 +159,7 @@ void CudnnConvolutionLayer<Dtype>::PrepareBackward(const BlobVec& bottom, const 
       SearchScratch workspace = SearchScratch::Workspace(gpu, limit);
       limit = workspace.bytes();
       DOPPIO_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          handle, filter_desc_, this->blobs_[0]->gpu_data(gpu), top_desc_.get(),
+          handle, filter_desc_, AlignedParam(0, &aligned_weight_), top_desc_.get(),
           top[0]->gpu_diff(gpu), bwd_data_conv_, bottom_desc_.get(), dx.get(),
           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, workspace.get(),
           workspace.bytes()));
@@ -214,13 +215,25 @@ void CudnnConvolutionLayer<Dtype>::PrepareBackward(const BlobVec& bottom, const 
 }
 
 template <typename Dtype>
+const Dtype* CudnnConvolutionLayer<Dtype>::AlignedParam(int index, Blob<Dtype>* scratch) {
+  GpuContext& gpu = this->gpu();
+  const Blob<Dtype>& param = *this->blobs_[index];
+  const Dtype* data = param.gpu_data(gpu);
+  if (Aligned(data)) return data;
+  scratch->ReshapeLike(param);
+  Dtype* copy = scratch->mutable_gpu_data(gpu);  // a block of its own: aligned
+  gpu_copy(gpu, param.count(), data, copy);
+  return copy;
+}
+
+template <typename Dtype>
 void CudnnConvolutionLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
   if (this->num_ == 0) return;
   GpuContext& gpu = this->gpu();
   Prepare(bottom, top);
   cudnnHandle_t handle = gpu.cudnn();
-  const Dtype* weight = this->blobs_[0]->gpu_data(gpu);
-  const Dtype* bias = this->bias_term_ ? this->blobs_[1]->gpu_data(gpu) : nullptr;
+  const Dtype* weight = AlignedParam(0, &aligned_weight_);
+  const Dtype* bias = this->bias_term_ ? AlignedParam(1, &aligned_bias_) : nullptr;
   void* workspace = fwd_workspace_ > 0 ? gpu.Workspace(fwd_workspace_) : nullptr;
   for (std::size_t i = 0; i < bottom.size(); ++i) {
     Dtype* top_data = top[i]->mutable_gpu_data(gpu);
@@ -251,9 +264,27 @@ void CudnnConvolutionLayer<Dtype>::Backward_gpu(const BlobVec& top,
   const std::size_t workspace_bytes =
       std::max(weight_grad ? bwd_filter_workspace_ : 0, data_grad ? bwd_data_workspace_ : 0);
   void* workspace = workspace_bytes > 0 ? gpu.Workspace(workspace_bytes) : nullptr;
-  const Dtype* weight = this->blobs_[0]->gpu_data(gpu);
-  Dtype* weight_diff = weight_grad ? this->blobs_[0]->mutable_gpu_diff(gpu) : nullptr;
-  Dtype* bias_diff = bias_grad ? this->blobs_[1]->mutable_gpu_diff(gpu) : nullptr;
+  const Dtype* weight = AlignedParam(0, &aligned_weight_);
+  // Gradients accumulate in place when the diff is aligned, else in an aligned scratch that
+  // is added to it at the end.
+  Dtype* weight_diff = nullptr;
+  Dtype* bias_diff = nullptr;
+  if (weight_grad) {
+    weight_diff = this->blobs_[0]->mutable_gpu_diff(gpu);
+    if (!Aligned(weight_diff)) {
+      aligned_weight_diff_.ReshapeLike(*this->blobs_[0]);
+      weight_diff = aligned_weight_diff_.mutable_gpu_diff(gpu);
+      gpu_set(gpu, aligned_weight_diff_.count(), Dtype(0), weight_diff);
+    }
+  }
+  if (bias_grad) {
+    bias_diff = this->blobs_[1]->mutable_gpu_diff(gpu);
+    if (!Aligned(bias_diff)) {
+      aligned_bias_diff_.ReshapeLike(*this->blobs_[1]);
+      bias_diff = aligned_bias_diff_.mutable_gpu_diff(gpu);
+      gpu_set(gpu, aligned_bias_diff_.count(), Dtype(0), bias_diff);
+    }
+  }
   for (std::size_t i = 0; i < top.size(); ++i) {
     const Dtype* top_diff = top[i]->gpu_diff(gpu);
     // Parameter gradients accumulate (beta 1); the input gradient is overwritten (beta 0).
@@ -274,6 +305,14 @@ void CudnnConvolutionLayer<Dtype>::Backward_gpu(const BlobVec& top,
           bwd_data_conv_, bwd_data_algo_, workspace, bwd_data_workspace_,
           CudnnScalar<Dtype>::zero(), bottom_desc_.get(), bottom[i]->mutable_gpu_diff(gpu)));
     }
+  }
+  if (weight_grad && weight_diff != this->blobs_[0]->mutable_gpu_diff(gpu)) {
+    gpu_axpy(gpu, this->blobs_[0]->count(), Dtype(1), static_cast<const Dtype*>(weight_diff),
+             this->blobs_[0]->mutable_gpu_diff(gpu));
+  }
+  if (bias_grad && bias_diff != this->blobs_[1]->mutable_gpu_diff(gpu)) {
+    gpu_axpy(gpu, this->blobs_[1]->count(), Dtype(1), static_cast<const Dtype*>(bias_diff),
+             this->blobs_[1]->mutable_gpu_diff(gpu));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,9 @@ struct LayerCase {
     return *this;
   }
 };
+
+// gtest prints a parameter in test names and failures: the case's name says it all.
+void PrintTo(const LayerCase& c, std::ostream* os) { *os << c.name; }
 
 BottomSpec Gaussian(std::vector<int> shape) { return BottomSpec{std::move(shape)}; }
 BottomSpec Uniform(std::vector<int> shape, double a, double b) {

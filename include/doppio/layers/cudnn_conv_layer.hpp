@@ -4,6 +4,7 @@
 
 #include <cudnn.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "doppio/layers/conv_layer.hpp"
@@ -38,7 +39,16 @@ class CudnnConvolutionLayer : public ConvolutionLayer<Dtype> {
   cudnnMathType_t BaseMathType() const;
   bool MathAllowed(cudnnMathType_t math) const;
 
+  // Parameters live in the net's arena, packed back to back, so their device pointers may
+  // lack the 16-byte alignment some cuDNN kernels need; then cuDNN works on aligned copies.
+  static bool Aligned(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+  const Dtype* AlignedParam(int index, Blob<Dtype>* scratch);
+
   std::vector<int> prepared_shape_;
+  Blob<Dtype> aligned_weight_;
+  Blob<Dtype> aligned_bias_;
+  Blob<Dtype> aligned_weight_diff_;
+  Blob<Dtype> aligned_bias_diff_;
   bool backward_prepared_ = false;
   CudnnTensorDesc bottom_desc_;
   CudnnTensorDesc top_desc_;
