@@ -502,6 +502,7 @@ Dtype Net<Dtype>::ForwardFromTo(int start, int end) {
   Dtype loss = 0;
   for (int i = start; i <= end; ++i) {
     loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+    for (const auto& callback : after_forward_) callback(i);
   }
   return loss;
 }

@@ -24,6 +24,8 @@ class Net {
  public:
   // Called after layer `layer_id` finished its Backward (parallel gradient sync hooks here).
   using BackwardCallback = std::function<void(int layer_id)>;
+  // Called after layer `layer_id` finished its Forward (timelines hook here).
+  using ForwardCallback = std::function<void(int layer_id)>;
 
   // seed initialises the fillers and every layer's random stream (layer i gets its own).
   // With a GPU context the net runs on that GPU (and cuDNN engines are chosen where they
@@ -109,6 +111,9 @@ class Net {
   void add_after_backward(BackwardCallback callback) {
     after_backward_.push_back(std::move(callback));
   }
+  void add_after_forward(ForwardCallback callback) {
+    after_forward_.push_back(std::move(callback));
+  }
 
   // Bytes held by activations (data and diff of every blob) and by parameters.
   std::size_t activation_bytes() const;
@@ -166,6 +171,7 @@ class Net {
   std::shared_ptr<SyncedMemory> arena_data_;
   std::shared_ptr<SyncedMemory> arena_diff_;
   std::vector<BackwardCallback> after_backward_;
+  std::vector<ForwardCallback> after_forward_;
 };
 
 }  // namespace doppio

@@ -18,6 +18,15 @@ namespace doppio {
 struct SolverCallbacks {
   std::function<void()> on_start;
   std::function<void()> on_gradients_ready;
+  // Whether this replica applies the update itself; a trainer whose root rank updates and
+  // then broadcasts the weights answers false on the other ranks. Unset: apply.
+  std::function<bool()> apply_update;
+  // Runs after ApplyUpdate (or where it would have run), before the iteration count advances.
+  std::function<void()> on_update_applied;
+  // Receives test net `test_net_id`'s mean outputs over this replica's test_iter batches,
+  // followed by the mean test loss when test_compute_loss, before they are logged; may
+  // replace them (a parallel trainer puts in the means over every rank's batches).
+  std::function<void(int test_net_id, std::vector<double>* means)> on_test_scores;
 };
 
 // Owns the training net and the test nets and runs the optimisation loop. Subclasses supply
@@ -45,6 +54,14 @@ class Solver {
   // Loads a .solverstate and the weights it names. Throws Error, changing nothing, when the
   // file is not a solver state or was written for a different net or solver.
   void Restore(const std::string& state_file);
+  // Restore's two halves, for a trainer whose root rank reads the files and sends them on:
+  // ReadSnapshot reads a .solverstate and the weights it names (looked for beside the state
+  // file when they have moved), throwing Error naming the file; RestoreFrom checks them
+  // against this solver's net and method (Error naming the origins) and installs them.
+  static void ReadSnapshot(const std::string& state_file, SolverState* state, NetParameter* weights,
+                           std::string* weights_file);
+  void RestoreFrom(const SolverState& state, const NetParameter& weights,
+                   const std::string& state_origin, const std::string& weights_origin);
   // Writes <prefix>_iter_<N>.caffemodel and .solverstate, each atomically.
   void Snapshot();
 

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doppio/core/layer.hpp"
+#include "doppio/data/data_transformer.hpp"
+#include "doppio/data/prefetch.hpp"
+
+namespace doppio {
+
+// The common part of the layers that read records (Data, ImageData): a DataTransformer, a
+// background thread that fills `prefetch` batches ahead (data_param.prefetch, as in Caffe),
+// optional worker threads that decode and transform the records of a batch in parallel, and
+// a Forward that copies a ready batch into the tops (data, and label when there is a second
+// top).
+//
+// Sharding: the subclass reads its share of the records as ShardSequence describes, from
+// shard_rank and shard_size (Doppio's fields of data_param / image_data_param).
+//
+// Seeds: the layer's rng() (seeded by Net from the net seed) yields a base seed drawn in
+// LayerSetUp; the transformer's random crops and mirrors use DeriveSeed(base, shard_rank),
+// so ranks differ and runs repeat. Everything that must agree between ranks (rand_skip,
+// shuffling) is drawn from the base seed, which is the same on every rank built with the
+// same net seed.
+template <typename Dtype>
+class BasePrefetchingDataLayer : public Layer<Dtype> {
+ public:
+  using BlobVec = typename Layer<Dtype>::BlobVec;
+
+  explicit BasePrefetchingDataLayer(const LayerParameter& param) : Layer<Dtype>(param) {}
+  ~BasePrefetchingDataLayer() override;
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) final;
+  // The tops take each batch's shape in Forward.
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {}
+
+  int ExactNumBottomBlobs() const override { return 0; }
+  int MinTopBlobs() const override { return 1; }
+  int MaxTopBlobs() const override { return 2; }
+  bool AllowForceBackward(int bottom_index) const override { return false; }
+
+ protected:
+  // Reads the layer's parameters, opens the source and returns the shape {C, H, W} of one
+  // transformed record. Runs on the caller's thread before the prefetch thread starts.
+  virtual std::vector<int> DataLayerSetUp() = 0;
+  // Fills one batch (runs on the prefetch thread).
+  virtual void LoadBatch(Batch<Dtype>* batch) = 0;
+  // Subclasses' destructors must call this before their members go away.
+  void StopPrefetching();
+
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {}
+
+  // Set before DataLayerSetUp runs.
+  int batch_size_ = 0;
+  int shard_rank_ = 0, shard_size_ = 1;
+  int threads_ = 1;
+  bool output_labels_ = false;
+  std::uint64_t base_seed_ = 0;
+  std::unique_ptr<DataTransformer<Dtype>> transformer_;
+  std::unique_ptr<WorkerPool> workers_;
+  // {C, H, W} of every record of every batch.
+  std::vector<int> record_shape_;
+
+ private:
+  std::unique_ptr<BatchPrefetcher<Dtype>> prefetcher_;
+};
+
+// transform_param with the deprecated transformation fields of data_param /
+// image_data_param (scale, mean_file, crop_size, mirror, force_encoded_color) moved into it,
+// as Caffe's upgrade does. A field set in both places with different values is an Error
+// naming the layer and the field.
+TransformationParameter MergedTransformParam(const LayerParameter& param, const std::string& who);
+
+}  // namespace doppio

@@ -1,0 +1,147 @@
+#include "doppio/layers/base_data_layer.hpp"
+
+#include <glog/logging.h>
+
+#include <cstring>
+
+namespace doppio {
+
+TransformationParameter MergedTransformParam(const LayerParameter& param, const std::string& who) {
+  TransformationParameter merged = param.transform_param();
+  const bool image = param.has_image_data_param();
+  const std::string block = image ? "image_data_param" : "data_param";
+  float scale;
+  std::string mean_file;
+  unsigned crop_size;
+  bool mirror, force_color = false;
+  bool has_scale, has_mean, has_crop, has_mirror, has_force = false;
+  if (image) {
+    const ImageDataParameter& p = param.image_data_param();
+    scale = p.scale(), mean_file = p.mean_file(), crop_size = p.crop_size(), mirror = p.mirror();
+    has_scale = p.has_scale(), has_mean = p.has_mean_file(), has_crop = p.has_crop_size();
+    has_mirror = p.has_mirror();
+  } else {
+    const DataParameter& p = param.data_param();
+    scale = p.scale(), mean_file = p.mean_file(), crop_size = p.crop_size(), mirror = p.mirror();
+    force_color = p.force_encoded_color();
+    has_scale = p.has_scale(), has_mean = p.has_mean_file(), has_crop = p.has_crop_size();
+    has_mirror = p.has_mirror(), has_force = p.has_force_encoded_color();
+  }
+  auto conflict = [&](const char* field) {
+    return Error(who + ": " + block + "." + field + " (deprecated) and transform_param." +
+                 (std::strcmp(field, "force_encoded_color") == 0 ? "force_color" : field) +
+                 " disagree; set it in transform_param only");
+  };
+  if (has_scale) {
+    if (merged.has_scale() && merged.scale() != scale) throw conflict("scale");
+    merged.set_scale(scale);
+  }
+  if (has_mean) {
+    if (merged.has_mean_file() && merged.mean_file() != mean_file) throw conflict("mean_file");
+    merged.set_mean_file(mean_file);
+  }
+  if (has_crop) {
+    if (merged.has_crop_size() && merged.crop_size() != crop_size) throw conflict("crop_size");
+    merged.set_crop_size(crop_size);
+  }
+  if (has_mirror) {
+    if (merged.has_mirror() && merged.mirror() != mirror) throw conflict("mirror");
+    merged.set_mirror(mirror);
+  }
+  if (has_force && force_color) {
+    if (merged.has_force_color() && !merged.force_color()) throw conflict("force_encoded_color");
+    merged.set_force_color(true);
+  }
+  return merged;
+}
+
+template <typename Dtype>
+BasePrefetchingDataLayer<Dtype>::~BasePrefetchingDataLayer() {
+  StopPrefetching();
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::StopPrefetching() {
+  if (prefetcher_) prefetcher_->Stop();
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  const std::string who = this->Describe();
+  const LayerParameter& param = this->layer_param_;
+  const bool image = std::string(this->type()) == "ImageData";
+  const std::string block = image ? "image_data_param" : "data_param";
+  long long batch_size, shard_rank, shard_size, threads;
+  if (image) {
+    const ImageDataParameter& p = param.image_data_param();
+    batch_size = p.batch_size(), shard_rank = p.shard_rank(), shard_size = p.shard_size();
+    threads = p.threads();
+  } else {
+    const DataParameter& p = param.data_param();
+    DOPPIO_ENSURE(p.has_batch_size()) << who << ": data_param.batch_size is not set";
+    batch_size = p.batch_size(), shard_rank = p.shard_rank(), shard_size = p.shard_size();
+    threads = p.threads();
+  }
+  DOPPIO_ENSURE(batch_size > 0 && batch_size <= (1 << 24))
+      << who << ": " << block << ".batch_size must be at least 1, got " << batch_size;
+  DOPPIO_ENSURE(shard_size >= 1) << who << ": " << block << ".shard_size must be at least 1, got "
+                                 << shard_size;
+  DOPPIO_ENSURE(shard_rank >= 0 && shard_rank < shard_size)
+      << who << ": " << block << ".shard_rank " << shard_rank << " is outside [0, " << shard_size
+      << ")";
+  DOPPIO_ENSURE(threads >= 1 && threads <= 256)
+      << who << ": " << block << ".threads must be between 1 and 256, got " << threads;
+  // Caffe reads the prefetch depth from data_param for every prefetching layer.
+  const long long depth = param.data_param().prefetch();
+  DOPPIO_ENSURE(depth >= 1 && depth <= 1024)
+      << who << ": data_param.prefetch must be between 1 and 1024, got " << depth;
+  batch_size_ = static_cast<int>(batch_size);
+  shard_rank_ = static_cast<int>(shard_rank);
+  shard_size_ = static_cast<int>(shard_size);
+  threads_ = static_cast<int>(threads);
+  output_labels_ = top.size() > 1;
+
+  base_seed_ = this->rng().engine()();
+  transformer_ =
+      std::make_unique<DataTransformer<Dtype>>(MergedTransformParam(param, who), this->phase_, who);
+  transformer_->Seed(DeriveSeed(base_seed_, static_cast<std::uint64_t>(shard_rank_)));
+  workers_ = std::make_unique<WorkerPool>(threads_);
+
+  record_shape_ = DataLayerSetUp();
+  CHECK_EQ(record_shape_.size(), 3u);
+  std::vector<int> data_shape = {batch_size_, record_shape_[0], record_shape_[1], record_shape_[2]};
+  top[0]->Reshape(data_shape);
+  if (output_labels_) top[1]->Reshape({batch_size_});
+  LOG(INFO) << who << ": output data size " << top[0]->shape_string()
+            << (shard_size_ > 1 ? ", shard " + std::to_string(shard_rank_) + " of " +
+                                      std::to_string(shard_size_)
+                                : std::string());
+
+  prefetcher_ = std::make_unique<BatchPrefetcher<Dtype>>(
+      static_cast<int>(depth), [this](Batch<Dtype>* batch) { LoadBatch(batch); });
+  prefetcher_->Start();
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  Batch<Dtype>* batch = nullptr;
+  try {
+    batch = prefetcher_->Take();
+  } catch (const Error& error) {
+    const std::string who = this->Describe();
+    if (std::string(error.what()).find(who) != std::string::npos) throw;
+    throw Error(who + ": reading a batch failed: " + error.what());
+  }
+  top[0]->Reshape(batch->shape);
+  std::memcpy(top[0]->mutable_cpu_data(), batch->data.data(), batch->data.size() * sizeof(Dtype));
+  if (output_labels_) {
+    top[1]->Reshape({batch->shape[0]});
+    std::memcpy(top[1]->mutable_cpu_data(), batch->label.data(),
+                batch->label.size() * sizeof(Dtype));
+  }
+  prefetcher_->Release(batch);
+}
+
+DOPPIO_INSTANTIATE_CLASS(BasePrefetchingDataLayer);
+
+}  // namespace doppio

@@ -1,0 +1,93 @@
+#include "doppio/layers/data_layer.hpp"
+
+#include <glog/logging.h>
+
+#include "doppio/core/layer_registry.hpp"
+
+namespace doppio {
+
+template <typename Dtype>
+DataLayer<Dtype>::~DataLayer() {
+  this->StopPrefetching();
+}
+
+template <typename Dtype>
+std::string DataLayer<Dtype>::RecordName(std::string_view key) const {
+  return "record '" + std::string(key) + "' of LMDB '" + db_->source() + "'";
+}
+
+template <typename Dtype>
+std::vector<int> DataLayer<Dtype>::DataLayerSetUp() {
+  const std::string who = this->Describe();
+  const DataParameter& param = this->layer_param_.data_param();
+  DOPPIO_ENSURE(param.has_source() && !param.source().empty())
+      << who << ": data_param.source is not set";
+  // Doppio reads LMDB only, so an unset backend (Caffe's default is LEVELDB) means LMDB; an
+  // explicit LEVELDB is refused.
+  const DataParameter::DB backend = param.has_backend() ? param.backend() : DataParameter::LMDB;
+  db_ = db::OpenDB(backend, param.source(), db::Mode::kRead, who);
+  const std::size_t num_records = db_->size();
+  DOPPIO_ENSURE(num_records > 0) << who << ": LMDB '" << param.source() << "' holds no records";
+
+  std::uint64_t offset = 0;
+  if (param.rand_skip() > 0) {
+    // Drawn from the base seed, so that every rank skips the same records.
+    Rng skip_rng(DeriveSeed(this->base_seed_, 0x5eed5));
+    offset = skip_rng.Below(param.rand_skip());
+    LOG(INFO) << who << ": skipping the first " << offset << " records";
+  }
+  reader_ = std::make_unique<ShardedReader>(db_.get(), this->shard_rank_, this->shard_size_,
+                                            this->batch_size_, offset);
+  LOG(INFO) << who << ": " << num_records << " records in '" << param.source() << "', "
+            << reader_->sequence().batches_per_epoch() << " batches per epoch";
+
+  // The first record of this rank's stream sets the shape of every batch.
+  const ShardedReader::Record first = reader_->Peek();
+  Datum datum;
+  DOPPIO_ENSURE(datum.ParseFromArray(first.value.data(), static_cast<int>(first.value.size())))
+      << who << ": " << RecordName(first.key) << " is not a Datum";
+  return this->transformer_->InferShape(datum, RecordName(first.key));
+}
+
+template <typename Dtype>
+void DataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
+  const int batch_size = this->batch_size_;
+  const std::vector<int>& shape = this->record_shape_;
+  const std::size_t record_count = static_cast<std::size_t>(shape[0]) * shape[1] * shape[2];
+  batch->shape = {batch_size, shape[0], shape[1], shape[2]};
+  batch->data.resize(record_count * batch_size);
+  batch->label.resize(batch_size);
+
+  // Reading and the random draws stay in order on this thread; decoding and transforming,
+  // the costly part, may fan out.
+  records_.resize(batch_size);
+  draws_.resize(batch_size);
+  for (int i = 0; i < batch_size; ++i) {
+    records_[i] = reader_->Next();
+    draws_[i] = this->transformer_->NextDraw();
+  }
+  const std::string who = this->Describe();
+  this->workers_->For(batch_size, [&](int i) {
+    const ShardedReader::Record& record = records_[i];
+    Datum datum;
+    DOPPIO_ENSURE(datum.ParseFromArray(record.value.data(), static_cast<int>(record.value.size())))
+        << who << ": " << RecordName(record.key) << " is not a Datum";
+    this->transformer_->Transform(datum, draws_[i], batch->data.data() + record_count * i,
+                                  RecordName(record.key), &shape);
+    batch->label[i] = static_cast<Dtype>(datum.label());
+  });
+}
+
+template <typename Dtype>
+void HDF5DataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
+  DOPPIO_FAIL() << this->Describe()
+                << ": HDF5Data layers are not supported; Doppio reads LMDB of Datum records "
+                << "(type: \"Data\") and image lists (type: \"ImageData\")";
+}
+
+DOPPIO_INSTANTIATE_CLASS(DataLayer);
+DOPPIO_INSTANTIATE_CLASS(HDF5DataLayer);
+REGISTER_LAYER_CLASS(Data);
+REGISTER_LAYER_CLASS(HDF5Data);
+
+}  // namespace doppio

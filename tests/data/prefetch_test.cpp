@@ -1,0 +1,153 @@
+#include "doppio/data/prefetch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A fill that numbers the batches it makes, sleeping `delay_ms` for each.
+struct CountingFill {
+  std::atomic<int> next{0};
+  int delay_ms = 0;
+  void operator()(Batch<float>* batch) {
+    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    const int n = next++;
+    batch->shape = {1};
+    batch->data.assign(3, static_cast<float>(n));
+    batch->label.assign(1, static_cast<float>(-n));
+  }
+};
+
+std::vector<float> Consume(BatchPrefetcher<float>* prefetcher, int count, int consumer_delay_ms) {
+  std::vector<float> seen;
+  for (int i = 0; i < count; ++i) {
+    Batch<float>* batch = prefetcher->Take();
+    seen.push_back(batch->data[0]);
+    EXPECT_EQ(batch->label[0], -batch->data[0]);
+    if (consumer_delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(consumer_delay_ms));
+    }
+    prefetcher->Release(batch);
+  }
+  return seen;
+}
+
+TEST(BatchPrefetcherTest, DeliversBatchesInOrderWhateverTheSpeeds) {
+  std::vector<float> expected(12);
+  for (int i = 0; i < 12; ++i) expected[i] = static_cast<float>(i);
+  for (int depth : {1, 2, 4}) {
+    for (auto [fill_delay, consumer_delay] : {std::pair{0, 0}, {3, 0}, {0, 3}}) {
+      CountingFill fill;
+      fill.delay_ms = fill_delay;
+      BatchPrefetcher<float> prefetcher(depth, [&](Batch<float>* b) { fill(b); });
+      prefetcher.Start();
+      EXPECT_EQ(Consume(&prefetcher, 12, consumer_delay), expected)
+          << "depth " << depth << " fill delay " << fill_delay;
+    }
+  }
+}
+
+TEST(BatchPrefetcherTest, FillsAtMostDepthAhead) {
+  CountingFill fill;
+  BatchPrefetcher<float> prefetcher(3, [&](Batch<float>* b) { fill(b); });
+  prefetcher.Start();
+  auto wait_for = [&](int n) {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (fill.next.load() < n && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    // Give it time to overrun, if it would.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  };
+  wait_for(3);
+  EXPECT_EQ(fill.next.load(), 3);
+  Consume(&prefetcher, 1, 0);
+  wait_for(4);
+  EXPECT_EQ(fill.next.load(), 4);
+}
+
+TEST(BatchPrefetcherTest, StopWhileWaitingForAFreeBatchDoesNotHang) {
+  CountingFill fill;
+  const auto start = Clock::now();
+  {
+    BatchPrefetcher<float> prefetcher(2, [&](Batch<float>* b) { fill(b); });
+    prefetcher.Start();
+    Consume(&prefetcher, 1, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }  // destructor: the thread waits for a free batch
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.0);
+}
+
+TEST(BatchPrefetcherTest, StopDuringASlowFillWaitsOnlyForThatBatch) {
+  CountingFill fill;
+  fill.delay_ms = 200;
+  const auto start = Clock::now();
+  {
+    BatchPrefetcher<float> prefetcher(4, [&](Batch<float>* b) { fill(b); });
+    prefetcher.Start();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_LE(fill.next.load(), 1);
+}
+
+TEST(BatchPrefetcherTest, FillErrorSurfacesInTakeAfterTheFinishedBatches) {
+  std::atomic<int> calls{0};
+  BatchPrefetcher<float> prefetcher(4, [&](Batch<float>* batch) {
+    const int n = calls++;
+    if (n == 2) throw Error("layer 'd' (Data): record '00000002' is not a Datum");
+    batch->data.assign(1, static_cast<float>(n));
+    batch->label.assign(1, static_cast<float>(-n));
+  });
+  prefetcher.Start();
+  EXPECT_EQ(Consume(&prefetcher, 2, 0), (std::vector<float>{0, 1}));
+  for (int i = 0; i < 2; ++i) {
+    try {
+      prefetcher.Take();
+      ADD_FAILURE() << "expected an Error";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("record '00000002'"), std::string::npos);
+    }
+  }
+}
+
+TEST(WorkerPoolTest, RunsEveryIterationOnce) {
+  for (int threads : {1, 2, 4}) {
+    WorkerPool pool(threads);
+    EXPECT_EQ(pool.threads(), threads);
+    for (int round = 0; round < 50; ++round) {
+      std::vector<std::atomic<int>> hits(37);
+      pool.For(37, [&](int i) { ++hits[i]; });
+      for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+    }
+    pool.For(0, [](int) { ADD_FAILURE(); });
+  }
+}
+
+TEST(WorkerPoolTest, RethrowsTheFirstError) {
+  WorkerPool pool(3);
+  std::atomic<int> ran{0};
+  EXPECT_THROW(pool.For(20,
+                        [&](int i) {
+                          ++ran;
+                          if (i == 7) throw Error("bad record 7");
+                        }),
+               Error);
+  EXPECT_EQ(ran.load(), 20);
+  // The pool still works afterwards.
+  std::atomic<int> sum{0};
+  pool.For(10, [&](int i) { sum += i; });
+  EXPECT_EQ(sum.load(), 45);
+}
+
+}  // namespace
+}  // namespace doppio
