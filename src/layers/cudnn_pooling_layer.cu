@@ -25,9 +25,10 @@ bool CudnnPoolingLayer<Dtype>::Prepare() {
 
 template <typename Dtype>
 void CudnnPoolingLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
-  used_cudnn_ = top[0]->count() > 0 && Prepare();
+  used_cudnn_ = top.size() == 1 && top[0]->count() > 0 && Prepare();
   if (!used_cudnn_) {
-    // Caffe's ceiling rule made the output larger than cuDNN's (or it is empty).
+    // Caffe's ceiling rule made the output larger than cuDNN's, or a mask top is wanted (a
+    // layer created without top names), or the batch is empty.
     PoolingLayer<Dtype>::Forward_gpu(bottom, top);
     return;
   }
