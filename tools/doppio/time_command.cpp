@@ -12,6 +12,7 @@
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/synthetic_inputs.hpp"
+#include "doppio/util/thread_pool.hpp"
 #include "doppio/util/timer.hpp"
 
 DEFINE_int32(threads, 1, "time: CPU threads for the BLAS kernels.");
@@ -35,7 +36,10 @@ int TimeCommand() {
   DOPPIO_ENSURE(!FLAGS_model.empty()) << "doppio time needs --model=FILE";
   DOPPIO_ENSURE(FLAGS_iterations > 0) << "--iterations must be positive";
   DOPPIO_ENSURE(FLAGS_threads > 0) << "--threads must be positive";
-  SetBlasThreads(FLAGS_threads);
+  // The layers split their work over this pool; BLAS runs inside its threads, single-threaded.
+  ThreadPool pool(FLAGS_threads);
+  ThreadPool::Scope use_pool(&pool);
+  SetBlasThreads(1);
   NetParameter param = ReadNetParamsFromTextFile(FLAGS_model);
   param.mutable_state()->set_phase(PhaseFromFlag(TRAIN));
   param.mutable_state()->set_level(FLAGS_level);

@@ -14,6 +14,11 @@ enum class Trans { kNo, kYes };
 template <typename Dtype>
 void cpu_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, Dtype alpha, const Dtype* a,
               const Dtype* b, Dtype beta, Dtype* c);
+// The same on sub-matrices: lda, ldb and ldc are the row strides of A, B and C as stored
+// (e.g. a block of columns of a wider matrix).
+template <typename Dtype>
+void cpu_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, Dtype alpha, const Dtype* a,
+              int lda, const Dtype* b, int ldb, Dtype beta, Dtype* c, int ldc);
 // y = alpha * op(A) * x + beta * y, A is M x N.
 template <typename Dtype>
 void cpu_gemv(Trans trans_a, int m, int n, Dtype alpha, const Dtype* a, const Dtype* x, Dtype beta,
