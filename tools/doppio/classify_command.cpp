@@ -144,13 +144,13 @@ int Classify() {
   const std::vector<std::string>& images = CommandArguments();
   DOPPIO_ENSURE(!images.empty()) << "classify: no image given (doppio classify --model=... "
                                     "--weights=... image.png [more images])";
-  DOPPIO_ENSURE(GpusFromFlag().empty()) << "classify: --gpu is not supported by this command yet";
+  std::shared_ptr<GpuContext> gpu = GpuFromFlags();
   std::vector<std::string> labels;
   if (!FLAGS_labels.empty()) labels = ReadLabels(FLAGS_labels);
 
   NetParameter net_param = ReadNetParamsFromTextFile(FLAGS_model);
   net_param.mutable_state()->set_phase(TEST);
-  Net<float> net(net_param);
+  Net<float> net(net_param, 1701, gpu);
   LoadNetWeights(&net, FLAGS_weights);
   Blob<float>* input = FindImageInput(net, FLAGS_model);
   DOPPIO_ENSURE(input->num_axes() == 4 && (input->shape(1) == 1 || input->shape(1) == 3))
