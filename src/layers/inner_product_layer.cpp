@@ -3,6 +3,7 @@
 #include "doppio/core/filler.hpp"
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/thread_pool.hpp"
 
 namespace doppio {
 
@@ -70,20 +71,37 @@ void InnerProductLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top
   }
 }
 
+// Forward and Backward split their products over the thread pool by output columns (N, or
+// K for the bottom diff): every part computes its own columns with the whole sum, so there
+// is nothing to add up across parts. A part gets at least kGrain columns.
+namespace {
+constexpr int kGrain = 64;
+}  // namespace
+
 template <typename Dtype>
 void InnerProductLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   if (M_ == 0) return;  // an empty batch has no buffers to touch
   const Dtype* in = bottom[0]->cpu_data();
   const Dtype* weight = this->blobs_[0]->cpu_data();
+  const Dtype* bias = bias_term_ ? this->blobs_[1]->cpu_data() : nullptr;
+  const Dtype* ones = bias_term_ ? bias_multiplier_.cpu_data() : nullptr;
   Dtype* out = top[0]->mutable_cpu_data();
-  // top (M x N) = bottom (M x K) * W^T, W being N x K (or K x N when transposed).
-  cpu_gemm<Dtype>(Trans::kNo, transpose_ ? Trans::kNo : Trans::kYes, M_, N_, K_, Dtype(1), in,
-                  weight, Dtype(0), out);
-  if (bias_term_) {
+  ParallelFor(N_, kGrain, [&](int n0, int n1, int) {
+    const int n = n1 - n0;
+    // top (M x N) = bottom (M x K) * W^T, W being N x K (or K x N when transposed).
+    if (transpose_) {
+      cpu_gemm<Dtype>(Trans::kNo, Trans::kNo, M_, n, K_, Dtype(1), in, K_, weight + n0, N_,
+                      Dtype(0), out + n0, N_);
+    } else {
+      cpu_gemm<Dtype>(Trans::kNo, Trans::kYes, M_, n, K_, Dtype(1), in, K_,
+                      weight + static_cast<size_t>(n0) * K_, K_, Dtype(0), out + n0, N_);
+    }
     // top += ones (M x 1) * bias (1 x N)
-    cpu_gemm<Dtype>(Trans::kNo, Trans::kNo, M_, N_, 1, Dtype(1), bias_multiplier_.cpu_data(),
-                    this->blobs_[1]->cpu_data(), Dtype(1), out);
-  }
+    if (bias) {
+      cpu_gemm<Dtype>(Trans::kNo, Trans::kNo, M_, n, 1, Dtype(1), ones, 1, bias + n0, N_, Dtype(1),
+                      out + n0, N_);
+    }
+  });
 }
 
 template <typename Dtype>
@@ -93,27 +111,43 @@ void InnerProductLayer<Dtype>::Backward_cpu(const BlobVec& top,
   if (M_ == 0) return;
   const Dtype* top_diff = top[0]->cpu_diff();
   const Dtype* in = bottom[0]->cpu_data();
-  if (this->param_propagate_down(0)) {
-    Dtype* weight_diff = this->blobs_[0]->mutable_cpu_diff();
-    if (transpose_) {
-      // dW (K x N) += bottom^T (K x M) * top_diff (M x N)
-      cpu_gemm<Dtype>(Trans::kYes, Trans::kNo, K_, N_, M_, Dtype(1), in, top_diff, Dtype(1),
-                      weight_diff);
-    } else {
-      // dW (N x K) += top_diff^T (N x M) * bottom (M x K)
-      cpu_gemm<Dtype>(Trans::kYes, Trans::kNo, N_, K_, M_, Dtype(1), top_diff, in, Dtype(1),
-                      weight_diff);
-    }
-  }
-  if (bias_term_ && this->param_propagate_down(1)) {
-    // d bias (N) += top_diff^T (N x M) * ones (M)
-    cpu_gemv<Dtype>(Trans::kYes, M_, N_, Dtype(1), top_diff, bias_multiplier_.cpu_data(), Dtype(1),
-                    this->blobs_[1]->mutable_cpu_diff());
+  Dtype* weight_diff =
+      this->param_propagate_down(0) ? this->blobs_[0]->mutable_cpu_diff() : nullptr;
+  Dtype* bias_diff =
+      bias_term_ && this->param_propagate_down(1) ? this->blobs_[1]->mutable_cpu_diff() : nullptr;
+  const Dtype* ones = bias_diff ? bias_multiplier_.cpu_data() : nullptr;
+  if (weight_diff || bias_diff) {
+    ParallelFor(N_, kGrain, [&](int n0, int n1, int) {
+      const int n = n1 - n0;
+      if (weight_diff && transpose_) {
+        // dW (K x N) += bottom^T (K x M) * top_diff (M x N)
+        cpu_gemm<Dtype>(Trans::kYes, Trans::kNo, K_, n, M_, Dtype(1), in, K_, top_diff + n0, N_,
+                        Dtype(1), weight_diff + n0, N_);
+      } else if (weight_diff) {
+        // dW (N x K) += top_diff^T (N x M) * bottom (M x K)
+        cpu_gemm<Dtype>(Trans::kYes, Trans::kNo, n, K_, M_, Dtype(1), top_diff + n0, N_, in, K_,
+                        Dtype(1), weight_diff + static_cast<size_t>(n0) * K_, K_);
+      }
+      // d bias (N) += top_diff^T (N x M) * ones (M), as a product with one column.
+      if (bias_diff) {
+        cpu_gemm<Dtype>(Trans::kYes, Trans::kNo, n, 1, M_, Dtype(1), top_diff + n0, N_, ones, 1,
+                        Dtype(1), bias_diff + n0, 1);
+      }
+    });
   }
   if (propagate_down[0]) {
-    // bottom_diff (M x K) = top_diff (M x N) * W (N x K), or * W^T when W is K x N.
-    cpu_gemm<Dtype>(Trans::kNo, transpose_ ? Trans::kYes : Trans::kNo, M_, K_, N_, Dtype(1),
-                    top_diff, this->blobs_[0]->cpu_data(), Dtype(0), bottom[0]->mutable_cpu_diff());
+    const Dtype* weight = this->blobs_[0]->cpu_data();
+    Dtype* bottom_diff = bottom[0]->mutable_cpu_diff();
+    ParallelFor(K_, kGrain, [&](int k0, int k1, int) {
+      // bottom_diff (M x K) = top_diff (M x N) * W (N x K), or * W^T when W is K x N.
+      if (transpose_) {
+        cpu_gemm<Dtype>(Trans::kNo, Trans::kYes, M_, k1 - k0, N_, Dtype(1), top_diff, N_,
+                        weight + static_cast<size_t>(k0) * N_, N_, Dtype(0), bottom_diff + k0, K_);
+      } else {
+        cpu_gemm<Dtype>(Trans::kNo, Trans::kNo, M_, k1 - k0, N_, Dtype(1), top_diff, N_,
+                        weight + k0, K_, Dtype(0), bottom_diff + k0, K_);
+      }
+    });
   }
 }
 

@@ -121,7 +121,7 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
     DOPPIO_ENSURE(options_.lr_warmup_iters >= 0)
         << "--lr_warmup_iters must be >= 0, not " << options_.lr_warmup_iters;
     PrepareParameters(param);
-    solver_ = SolverRegistry<Dtype>::CreateSolver(rank_param_);
+    solver_ = SolverRegistry<Dtype>::CreateSolver(rank_param_, options_.gpu);
     if (!options_.timeline_file.empty()) timeline_ = std::make_unique<Timeline>(0.0);
     sync_ = std::make_unique<GradientSync<Dtype>>(solver_->net().get(), comm_.get(), options_.sync,
                                                   options_.bucket_mb, rank_param_.iter_size(),

@@ -43,7 +43,8 @@ std::string FormatDuration(double seconds) {
 }  // namespace
 
 template <typename Dtype>
-Solver<Dtype>::Solver(const SolverParameter& param) : param_(param) {
+Solver<Dtype>::Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
+    : param_(param), gpu_(std::move(gpu)) {
   UpgradeSolverType(&param_);
   CheckParameters();
   CheckSnapshotWritePermissions();
@@ -138,7 +139,7 @@ void Solver<Dtype>::InitTrainNet() {
   state.MergeFrom(net_param.state());
   state.MergeFrom(param_.train_state());
   *net_param.mutable_state() = state;
-  net_ = std::make_shared<Net<Dtype>>(net_param, seed_);
+  net_ = std::make_shared<Net<Dtype>>(net_param, seed_, gpu_);
   for (const std::string& weights : param_.weights()) LoadNetWeights(net_.get(), weights);
 }
 
@@ -198,7 +199,7 @@ void Solver<Dtype>::InitTestNets() {
     if (param_.test_state_size() > 0) state.MergeFrom(param_.test_state(i));
     *net_params[i].mutable_state() = state;
     LOG(INFO) << "Creating test net (#" << i << ") specified by " << sources[i];
-    test_nets_[i] = std::make_shared<Net<Dtype>>(net_params[i], DeriveSeed(seed_, i + 1));
+    test_nets_[i] = std::make_shared<Net<Dtype>>(net_params[i], DeriveSeed(seed_, i + 1), gpu_);
     for (const std::string& weights : param_.weights()) {
       LoadNetWeights(test_nets_[i].get(), weights);
     }

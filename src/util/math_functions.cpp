@@ -33,6 +33,21 @@ void cpu_gemm<double>(Trans trans_a, Trans trans_b, int m, int n, int k, double 
 }
 
 template <>
+void cpu_gemm<float>(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
+                     int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb,
+              beta, c, ldc);
+}
+
+template <>
+void cpu_gemm<double>(Trans trans_a, Trans trans_b, int m, int n, int k, double alpha,
+                      const double* a, int lda, const double* b, int ldb, double beta, double* c,
+                      int ldc) {
+  cblas_dgemm(CblasRowMajor, ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb,
+              beta, c, ldc);
+}
+
+template <>
 void cpu_gemv<float>(Trans trans_a, int m, int n, float alpha, const float* a, const float* x,
                      float beta, float* y) {
   cblas_sgemv(CblasRowMajor, ToCblas(trans_a), m, n, alpha, a, n, x, 1, beta, y, 1);

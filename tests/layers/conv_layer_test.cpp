@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "doppio/util/thread_pool.hpp"
 #include "gradient_checker.hpp"
 #include "test_util.hpp"
 
@@ -43,6 +44,64 @@ void NaiveConvolution(const Blob<Dtype>& in, const Blob<Dtype>& weight, const Bl
           out->mutable_cpu_data()[out->offset(n, o, y, x)] = sum;
         }
     }
+}
+
+// Forward and gradients by their definition: top = conv(in, W) + b, and with the top diff
+// given, d in = sum over outputs of W * top diff, d W = sum over outputs of in * top diff,
+// d b = sum of the top diff. Accumulated in double.
+template <typename Dtype>
+void NaiveConvolutionPass(const Blob<Dtype>& in, const Blob<Dtype>& weight, const Blob<Dtype>& bias,
+                          const Blob<Dtype>& top_diff, const ConvSpec& s, std::vector<double>* top,
+                          std::vector<double>* in_diff, std::vector<double>* weight_diff,
+                          std::vector<double>* bias_diff) {
+  const int num = in.shape(0), channels = in.shape(1), height = in.shape(2), width = in.shape(3);
+  const int outputs = weight.shape(0);
+  const int out_h = top_diff.shape(2), out_w = top_diff.shape(3);
+  const int in_per_group = channels / s.group, out_per_group = outputs / s.group;
+  const Dtype* x = in.cpu_data();
+  const Dtype* w = weight.cpu_data();
+  const Dtype* dy = top_diff.cpu_data();
+  top->assign(top_diff.count(), 0);
+  in_diff->assign(in.count(), 0);
+  weight_diff->assign(weight.count(), 0);
+  bias_diff->assign(outputs, 0);
+  for (int n = 0; n < num; ++n)
+    for (int o = 0; o < outputs; ++o) {
+      const int g = o / out_per_group;
+      for (int y = 0; y < out_h; ++y)
+        for (int xo = 0; xo < out_w; ++xo) {
+          const int out_index = ((n * outputs + o) * out_h + y) * out_w + xo;
+          const double t = dy[out_index];
+          double sum = bias.cpu_data()[o];
+          (*bias_diff)[o] += t;
+          for (int c = 0; c < in_per_group; ++c)
+            for (int ki = 0; ki < s.kernel_h; ++ki) {
+              const int iy = y * s.stride_h - s.pad_h + ki * s.dilation_h;
+              if (iy < 0 || iy >= height) continue;
+              for (int kj = 0; kj < s.kernel_w; ++kj) {
+                const int ix = xo * s.stride_w - s.pad_w + kj * s.dilation_w;
+                if (ix < 0 || ix >= width) continue;
+                const int i = ((n * channels + g * in_per_group + c) * height + iy) * width + ix;
+                const int k = ((o * in_per_group + c) * s.kernel_h + ki) * s.kernel_w + kj;
+                sum += static_cast<double>(w[k]) * x[i];
+                (*in_diff)[i] += w[k] * t;
+                (*weight_diff)[k] += x[i] * t;
+              }
+            }
+          (*top)[out_index] = sum;
+        }
+    }
+}
+
+// Expects `actual` to equal `expected` to a tolerance relative to the largest magnitude.
+template <typename Dtype>
+void ExpectClose(const std::vector<double>& expected, const Dtype* actual, double tolerance,
+                 const std::string& what) {
+  double scale = 1;
+  for (double v : expected) scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_NEAR(expected[i], actual[i], tolerance * scale) << what << " element " << i;
+  }
 }
 
 std::string ConvText(int num_output, const ConvSpec& s, bool bias = true) {
@@ -236,8 +295,8 @@ TYPED_TEST(ConvolutionLayerTest, ParameterGradientsAccumulate) {
 }
 
 TYPED_TEST(ConvolutionLayerTest, BatchedAndPerImageGemmsAgree) {
-  // With 10x10 outputs six images share one GEMM and the last two share another: the
-  // results must equal running every image through its own layer with the same weights.
+  // However the layer groups images into GEMMs (see EveryGemmPath... below), the results
+  // must equal running every image through its own layer with the same weights.
   for (const std::string kernel : {"kernel_size: 3 pad: 1 group: 2", "kernel_size: 1"}) {
     const std::string text = "name: 'c' type: 'Convolution' convolution_param { num_output: 4 " +
                              kernel +
@@ -289,6 +348,109 @@ TYPED_TEST(ConvolutionLayerTest, BatchedAndPerImageGemmsAgree) {
     for (int i = 0; i < 4; ++i) {
       EXPECT_NEAR(bias_diff[i], layer.blobs()[1]->cpu_diff()[i],
                   1e-3 * std::max<TypeParam>(1, std::abs(bias_diff[i])));
+    }
+  }
+}
+
+// The shapes that take each of the layer's GEMM strategies (see BaseConvolutionLayer::Reshape):
+// small filters (at most 64 out channels per group, and out channels x in channels x kernel
+// area per group up to 62500) run one image at a time in blocks of columns; larger ones batch
+// images with small outputs into one GEMM, or run one image at a time when outputs are wide
+// (256 positions or more).
+struct PathCase {
+  const char* name;
+  std::vector<int> shape;  // bottom N, C, H, W
+  int num_output;
+  ConvSpec spec;
+};
+
+std::vector<PathCase> PathCases() {
+  return {
+      // CIFAR-10's conv2: 32 x 800 filters, 16x16 outputs in blocks of 32 columns.
+      {"small filters, many blocks", {3, 32, 16, 16}, 32, {5, 5, 1, 1, 2, 2, 1, 1, 1}},
+      {"small filters, strided and grouped", {3, 8, 13, 11}, 6, {3, 3, 2, 2, 1, 1, 1, 1, 2}},
+      {"small filters, 1x1", {3, 16, 9, 9}, 8, {1, 1, 1, 1, 0, 0, 1, 1, 1}},
+      // 64 x 1152 filters: images with 6x6 outputs share GEMMs.
+      {"large filters, batched", {3, 128, 6, 6}, 64, {3, 3, 1, 1, 1, 1, 1, 1, 1}},
+      // 64 x 1152 filters, 16x16 outputs: one image at a time.
+      {"large filters, per image", {2, 128, 16, 16}, 64, {3, 3, 1, 1, 1, 1, 1, 1, 1}},
+      {"large filters, 1x1 batched", {3, 512, 4, 4}, 128, {1, 1, 1, 1, 0, 0, 1, 1, 1}},
+  };
+}
+
+// Forward and backward of one PathCase on a fresh layer; returns top, bottom diff and the
+// parameter diffs, all after one pass from zeroed parameter diffs.
+template <typename Dtype>
+struct PassResult {
+  std::vector<Dtype> top, bottom_diff, weight_diff, bias_diff;
+};
+
+template <typename Dtype>
+PassResult<Dtype> RunPass(const PathCase& c, const Blob<Dtype>& bottom_in,
+                          const Blob<Dtype>& top_diff, const Blob<Dtype>& weight,
+                          const Blob<Dtype>& bias) {
+  Blob<Dtype> bottom(c.shape), top;
+  bottom.CopyFrom(bottom_in);
+  std::vector<Blob<Dtype>*> b = {&bottom}, t = {&top};
+  ConvolutionLayer<Dtype> layer(ParseText<LayerParameter>(ConvText(c.num_output, c.spec)));
+  layer.SetUp(b, t);
+  layer.blobs()[0]->CopyFrom(weight);
+  layer.blobs()[1]->CopyFrom(bias);
+  for (auto& blob : layer.blobs()) cpu_set(blob->count(), Dtype(0), blob->mutable_cpu_diff());
+  layer.Forward(b, t);
+  cpu_copy(top.count(), top_diff.cpu_data(), top.mutable_cpu_diff());
+  layer.Backward(t, {true}, b);
+  PassResult<Dtype> r;
+  r.top.assign(top.cpu_data(), top.cpu_data() + top.count());
+  r.bottom_diff.assign(bottom.cpu_diff(), bottom.cpu_diff() + bottom.count());
+  const Blob<Dtype>& w = *layer.blobs()[0];
+  const Blob<Dtype>& bi = *layer.blobs()[1];
+  r.weight_diff.assign(w.cpu_diff(), w.cpu_diff() + w.count());
+  r.bias_diff.assign(bi.cpu_diff(), bi.cpu_diff() + bi.count());
+  return r;
+}
+
+TYPED_TEST(ConvolutionLayerTest, EveryGemmPathMatchesTheDefinitionSeriallyAndThreaded) {
+  const double tolerance = std::is_same<TypeParam, float>::value ? 1e-5 : 1e-12;
+  for (const PathCase& c : PathCases()) {
+    SCOPED_TRACE(c.name);
+    Blob<TypeParam> bottom(c.shape);
+    FillGaussian(&bottom, this->rng_);
+    // Shapes and parameters from a layer set up once.
+    Blob<TypeParam> top;
+    std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+    ConvolutionLayer<TypeParam> shaper(ParseText<LayerParameter>(ConvText(c.num_output, c.spec)));
+    shaper.SetUp(b, t);
+    Blob<TypeParam>& weight = *shaper.blobs()[0];
+    Blob<TypeParam>& bias = *shaper.blobs()[1];
+    Blob<TypeParam> top_diff(top.shape());
+    FillGaussian(&top_diff, this->rng_);
+
+    std::vector<double> expected_top, in_diff, weight_diff, bias_diff;
+    NaiveConvolutionPass(bottom, weight, bias, top_diff, c.spec, &expected_top, &in_diff,
+                         &weight_diff, &bias_diff);
+
+    const PassResult<TypeParam> serial = RunPass(c, bottom, top_diff, weight, bias);
+    ExpectClose(expected_top, serial.top.data(), tolerance, "top");
+    ExpectClose(in_diff, serial.bottom_diff.data(), tolerance, "bottom diff");
+    ExpectClose(weight_diff, serial.weight_diff.data(), tolerance, "weight diff");
+    ExpectClose(bias_diff, serial.bias_diff.data(), tolerance, "bias diff");
+
+    for (int threads : {2, 3, 8}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads");
+      ThreadPool pool(threads);
+      ThreadPool::Scope use(&pool);
+      const PassResult<TypeParam> threaded = RunPass(c, bottom, top_diff, weight, bias);
+      // Every image is computed alone: outputs and input gradients are bit-identical.
+      EXPECT_EQ(serial.top, threaded.top);
+      EXPECT_EQ(serial.bottom_diff, threaded.bottom_diff);
+      // Parameter gradients are summed in per-thread partial sums: equal up to rounding.
+      ExpectClose(weight_diff, threaded.weight_diff.data(), tolerance, "weight diff");
+      ExpectClose(bias_diff, threaded.bias_diff.data(), tolerance, "bias diff");
+      // And the same again: the parts' order of summation is fixed.
+      const PassResult<TypeParam> again = RunPass(c, bottom, top_diff, weight, bias);
+      EXPECT_EQ(threaded.weight_diff, again.weight_diff);
+      EXPECT_EQ(threaded.bias_diff, again.bias_diff);
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "doppio/util/thread_pool.hpp"
 #include "gradient_checker.hpp"
 #include "test_util.hpp"
 
@@ -124,6 +125,55 @@ TYPED_TEST(InnerProductLayerTest, GradientAxisTwoTransposed) {
   InnerProductLayer<TypeParam> layer(this->Param("num_output: 2 axis: -1 transpose: true"));
   GradientChecker<TypeParam> checker(1e-2, 1e-3);
   checker.CheckGradientExhaustive(&layer, b, t);
+}
+
+TYPED_TEST(InnerProductLayerTest, ThreadedMatchesSerial) {
+  // Threads split the products by output columns; every output is still one whole sum, so
+  // the results agree with the serial ones up to the BLAS kernel's rounding.
+  const double tolerance = std::is_same<TypeParam, float>::value ? 1e-5 : 1e-12;
+  for (const bool transpose : {false, true}) {
+    SCOPED_TRACE(transpose ? "transposed" : "not transposed");
+    Blob<TypeParam> bottom({5, 3, 10, 10}), top_diff({5, 200});
+    FillGaussian(&bottom, this->rng_);
+    FillGaussian(&top_diff, this->rng_);
+    const std::string text = std::string(
+                                 "name: 'ip' type: 'InnerProduct' inner_product_param { "
+                                 "num_output: 200 transpose: ") +
+                             (transpose ? "true" : "false") +
+                             " weight_filler { type: 'gaussian' } bias_filler { type: "
+                             "'gaussian' } }";
+    std::vector<std::vector<TypeParam>> results[2];
+    for (int run = 0; run < 2; ++run) {
+      ThreadPool pool(run == 0 ? 1 : 3);
+      ThreadPool::Scope use(&pool);
+      Blob<TypeParam> top, in;
+      in.CopyFrom(bottom, false, true);
+      std::vector<Blob<TypeParam>*> b = {&in}, t = {&top};
+      InnerProductLayer<TypeParam> layer(ParseText<LayerParameter>(text));
+      layer.set_seed(7);
+      layer.SetUp(b, t);
+      for (auto& blob : layer.blobs())
+        cpu_set(blob->count(), TypeParam(0), blob->mutable_cpu_diff());
+      layer.Forward(b, t);
+      cpu_copy(top.count(), top_diff.cpu_data(), top.mutable_cpu_diff());
+      layer.Backward(t, {true}, b);
+      for (const Blob<TypeParam>* blob : {&top, &in}) {
+        const TypeParam* v = blob == &top ? blob->cpu_data() : blob->cpu_diff();
+        results[run].emplace_back(v, v + blob->count());
+      }
+      for (auto& blob : layer.blobs()) {
+        results[run].emplace_back(blob->cpu_diff(), blob->cpu_diff() + blob->count());
+      }
+    }
+    ASSERT_EQ(results[0].size(), results[1].size());
+    for (size_t k = 0; k < results[0].size(); ++k) {
+      double scale = 1;
+      for (TypeParam v : results[0][k]) scale = std::max<double>(scale, std::abs(v));
+      for (size_t i = 0; i < results[0][k].size(); ++i) {
+        ASSERT_NEAR(results[0][k][i], results[1][k][i], tolerance * scale) << k << " " << i;
+      }
+    }
+  }
 }
 
 TYPED_TEST(InnerProductLayerTest, EmptyBatchIsFine) {

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "doppio/util/thread_pool.hpp"
 #include "gradient_checker.hpp"
 #include "test_util.hpp"
 
@@ -239,6 +241,125 @@ TYPED_TEST(PoolingLayerTest, StochasticTrainGradientGoesToSample) {
           expected[found] += top.cpu_diff()[top.offset(n, c, ph, pw)];
         }
   for (int i = 0; i < bottom.count(); ++i) EXPECT_EQ(bottom.cpu_diff()[i], expected[i]) << i;
+}
+
+namespace {
+
+// MAX and AVE pooling one window at a time, as the definitions read (Caffe's CEIL sizes and
+// AVE divisor), for checking the layer's row-wise and vector kernels.
+struct PoolSpec {
+  int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+};
+
+template <typename Dtype>
+void ReferencePooling(const Blob<Dtype>& in, const PoolSpec& p, bool max, int pooled_h,
+                      int pooled_w, const Dtype* top_diff, std::vector<Dtype>* out,
+                      std::vector<int>* argmax, std::vector<Dtype>* in_diff) {
+  const int planes = in.shape(0) * in.shape(1), height = in.shape(2), width = in.shape(3);
+  out->assign(static_cast<size_t>(planes) * pooled_h * pooled_w, 0);
+  argmax->assign(out->size(), -1);
+  in_diff->assign(in.count(), 0);
+  for (int i = 0; i < planes; ++i) {
+    const Dtype* x = in.cpu_data() + static_cast<size_t>(i) * height * width;
+    Dtype* dx = in_diff->data() + static_cast<size_t>(i) * height * width;
+    for (int ph = 0; ph < pooled_h; ++ph)
+      for (int pw = 0; pw < pooled_w; ++pw) {
+        const size_t o = (static_cast<size_t>(i) * pooled_h + ph) * pooled_w + pw;
+        const int h0 = ph * p.stride_h - p.pad_h, w0 = pw * p.stride_w - p.pad_w;
+        const int h1 = std::min(h0 + p.kernel_h, height + p.pad_h);
+        const int w1 = std::min(w0 + p.kernel_w, width + p.pad_w);
+        const int hs = std::max(h0, 0), ws = std::max(w0, 0);
+        const int he = std::min(h0 + p.kernel_h, height), we = std::min(w0 + p.kernel_w, width);
+        if (max) {
+          Dtype best = -std::numeric_limits<Dtype>::infinity();
+          int best_index = -1;
+          for (int h = hs; h < he; ++h)
+            for (int w = ws; w < we; ++w)
+              if (x[h * width + w] > best) {
+                best = x[h * width + w];
+                best_index = h * width + w;
+              }
+          (*out)[o] = best_index >= 0 ? best : Dtype(0);
+          (*argmax)[o] = best_index;
+          if (best_index >= 0) dx[best_index] += top_diff[o];
+        } else {
+          const int size = (h1 - h0) * (w1 - w0);
+          Dtype sum = 0;
+          for (int h = hs; h < std::min(h1, height); ++h)
+            for (int w = ws; w < std::min(w1, width); ++w) sum += x[h * width + w];
+          (*out)[o] = size > 0 ? sum / size : Dtype(0);
+          if (size <= 0) continue;
+          const Dtype share = top_diff[o] / size;
+          for (int h = hs; h < std::min(h1, height); ++h)
+            for (int w = ws; w < std::min(w1, width); ++w) dx[h * width + w] += share;
+        }
+      }
+  }
+}
+
+}  // namespace
+
+TYPED_TEST(PoolingLayerTest, MatchesTheReferenceSeriallyAndThreaded) {
+  // Random shapes and windows, ties included (values from a small set), with and without the
+  // mask top; MAX results and indices, AVE results and both gradients must be bit-identical to
+  // the window-at-a-time reference, on any number of threads.
+  // An integer in [low, high].
+  const auto pick = [this](int low, int high) {
+    return low + static_cast<int>(this->rng_.Below(static_cast<std::uint64_t>(high - low + 1)));
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    PoolSpec p;
+    p.kernel_h = 1 + pick(0, 3);
+    p.kernel_w = 1 + pick(0, 3);
+    p.stride_h = 1 + pick(0, 2);
+    p.stride_w = 1 + pick(0, 2);
+    p.pad_h = pick(0, p.kernel_h - 1);
+    p.pad_w = pick(0, p.kernel_w - 1);
+    const bool max = trial % 2 == 0;
+    const bool mask_top = max && trial % 4 == 0;
+    const std::vector<int> shape = {1 + pick(0, 2), 1 + pick(0, 4),
+                                    std::max(p.kernel_h, 1 + pick(0, 12)),
+                                    std::max(p.kernel_w, 1 + pick(0, 20))};
+    Blob<TypeParam> bottom(shape);
+    for (int i = 0; i < bottom.count(); ++i) {
+      bottom.mutable_cpu_data()[i] = static_cast<TypeParam>(pick(-4, 4));
+    }
+    std::string text =
+        std::string("pool: ") + (max ? "MAX" : "AVE") + " kernel_h: " + std::to_string(p.kernel_h) +
+        " kernel_w: " + std::to_string(p.kernel_w) + " stride_h: " + std::to_string(p.stride_h) +
+        " stride_w: " + std::to_string(p.stride_w) + " pad_h: " + std::to_string(p.pad_h) +
+        " pad_w: " + std::to_string(p.pad_w);
+    SCOPED_TRACE(text + " on " + ShapeString(shape));
+    std::vector<TypeParam> out, in_diff;
+    std::vector<int> argmax;
+    for (int threads : {1, 3}) {
+      ThreadPool pool(threads);
+      ThreadPool::Scope use(&pool);
+      Blob<TypeParam> top, mask;
+      std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top};
+      if (mask_top) t.push_back(&mask);
+      PoolingLayer<TypeParam> layer(this->Param(text));
+      layer.SetUp(b, t);
+      layer.Forward(b, t);
+      Rng diff_rng(trial);  // the same top diff on every number of threads
+      FillGaussian(&top, diff_rng);
+      cpu_copy(top.count(), top.cpu_data(), top.mutable_cpu_diff());
+      layer.Forward(b, t);
+      if (threads == 1) {
+        ReferencePooling(bottom, p, max, top.shape(2), top.shape(3), top.cpu_diff(), &out, &argmax,
+                         &in_diff);
+      }
+      layer.Backward(t, {true}, b);
+      ASSERT_EQ(out.size(), static_cast<size_t>(top.count()));
+      for (int i = 0; i < top.count(); ++i) {
+        ASSERT_EQ(out[i], top.cpu_data()[i]) << "output " << i;
+        if (mask_top) ASSERT_EQ(argmax[i], static_cast<int>(mask.cpu_data()[i])) << "mask " << i;
+      }
+      for (int i = 0; i < bottom.count(); ++i) {
+        ASSERT_EQ(in_diff[i], bottom.cpu_diff()[i]) << "input diff " << i;
+      }
+    }
+  }
 }
 
 TYPED_TEST(PoolingLayerTest, GradientMax) {

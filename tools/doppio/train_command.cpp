@@ -77,8 +77,6 @@ SolverParameter TrainingParameters(ParallelOptions* options) {
   DOPPIO_ENSURE(!FLAGS_solver.empty()) << "train: --solver is required (the solver prototxt)";
   DOPPIO_ENSURE(FLAGS_snapshot.empty() || FLAGS_weights.empty())
       << "train: give --snapshot to resume training or --weights to fine-tune, not both";
-  const std::vector<int> gpus = GpusFromFlag();
-  DOPPIO_ENSURE(gpus.empty()) << "train: --gpu is not supported by this command yet";
   options->sync = ParseSyncMode(FLAGS_sync);
   DOPPIO_ENSURE(FLAGS_bucket_mb > 0)
       << "train: --bucket_mb must be positive, not " << FLAGS_bucket_mb;
@@ -90,6 +88,8 @@ SolverParameter TrainingParameters(ParallelOptions* options) {
   options->timeline_file = FLAGS_timeline;
   options->scale_lr = FLAGS_scale_lr;
   options->lr_warmup_iters = FLAGS_lr_warmup_iters;
+  options->gpu = GpuFromFlags();
+  const std::shared_ptr<GpuContext>& gpu = options->gpu;
 
   SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
   UpgradeSnapshotPrefix(FLAGS_solver, &solver_param);
@@ -102,8 +102,12 @@ SolverParameter TrainingParameters(ParallelOptions* options) {
         << "train: --iterations must be >= 0, not " << FLAGS_iterations;
     solver_param.set_max_iter(FLAGS_iterations);
   }
-  if (solver_param.solver_mode() == SolverParameter::GPU) {
+  if (gpu) {
+    solver_param.set_solver_mode(SolverParameter::GPU);
+    solver_param.set_device_id(gpu->device());
+  } else if (solver_param.solver_mode() == SolverParameter::GPU) {
     LOG(INFO) << "solver_mode is GPU, but no --gpu was given: training on the CPU";
+    solver_param.set_solver_mode(SolverParameter::CPU);
   }
   // --snapshot restores the weights it names; --weights replaces the solver's own list.
   if (!FLAGS_snapshot.empty()) {
@@ -137,6 +141,12 @@ void TrainOnRanks(const std::shared_ptr<Communicator>& comm) {
     sigint_effect = ParseSolverAction(FLAGS_sigint_effect, "sigint_effect");
     sighup_effect = ParseSolverAction(FLAGS_sighup_effect, "sighup_effect");
     solver_param = TrainingParameters(&options);
+    // The gradient exchange works on host memory; on GPUs it needs the device-aware path
+    // (NCCL or staged MPI), which is not there yet.
+    DOPPIO_ENSURE(!options.gpu || size == 1)
+        << "train: --gpu with " << size << " MPI ranks is not supported yet (multi-GPU "
+        << "data-parallel training needs the device-aware gradient exchange); run one rank "
+        << "with --gpu, or the ranks on the CPU";
   } catch (const Error& caught) {
     ok = false;
     error = caught.what();

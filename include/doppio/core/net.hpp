@@ -28,7 +28,10 @@ class Net {
   using ForwardCallback = std::function<void(int layer_id)>;
 
   // seed initialises the fillers and every layer's random stream (layer i gets its own).
-  explicit Net(const NetParameter& param, std::uint64_t seed = 1701);
+  // With a GPU context the net runs on that GPU (and cuDNN engines are chosen where they
+  // apply); without one, on the CPU.
+  explicit Net(const NetParameter& param, std::uint64_t seed = 1701,
+               std::shared_ptr<GpuContext> gpu = nullptr);
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
 
@@ -55,6 +58,10 @@ class Net {
 
   const std::string& name() const { return name_; }
   Phase phase() const { return phase_; }
+  Mode mode() const { return gpu_ ? Mode::GPU : Mode::CPU; }
+  const std::shared_ptr<GpuContext>& gpu_context() const { return gpu_; }
+  // Moves every layer to `gpu` (null: the CPU). Engines stay those chosen at construction.
+  void SetGpu(std::shared_ptr<GpuContext> gpu);
   const std::vector<std::string>& layer_names() const { return layer_names_; }
   const std::vector<std::string>& blob_names() const { return blob_names_; }
   const std::vector<std::shared_ptr<Blob<Dtype>>>& blobs() const { return blobs_; }
@@ -84,6 +91,13 @@ class Net {
   Dtype* mutable_arena_diff();
   const Dtype* arena_data() const;
   const Dtype* arena_diff() const;
+#ifdef DOPPIO_WITH_CUDA
+  // The arena on the net's GPU (GPU mode only).
+  Dtype* mutable_arena_gpu_data();
+  Dtype* mutable_arena_gpu_diff();
+  const Dtype* arena_gpu_data() const;
+  const Dtype* arena_gpu_diff() const;
+#endif
 
   const std::vector<Blob<Dtype>*>& input_blobs() const { return net_input_blobs_; }
   const std::vector<Blob<Dtype>*>& output_blobs() const { return net_output_blobs_; }
@@ -123,6 +137,7 @@ class Net {
   std::string name_;
   Phase phase_;
   std::uint64_t seed_;
+  std::shared_ptr<GpuContext> gpu_;
   std::vector<std::shared_ptr<Layer<Dtype>>> layers_;
   std::vector<std::string> layer_names_;
   std::map<std::string, int> layer_index_;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "doppio/core/blob.hpp"
@@ -32,22 +33,52 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   // column matrix, so that each GEMM is large enough to run BLAS efficiently; the product is
   // then scattered back to the images. "input" is the side im2col reads (conv_in_channels_
   // per image, conv_input_dim_ values apart), "output" the other (conv_output_dim_ apart).
+  //
+  // Forward and Backward split the batch's chunks of images over the current thread pool
+  // (util/thread_pool.hpp); every part has its own column and gather buffers, chosen by
+  // `part`. prepare_parts() sizes them and must run before a parallel region, since blob
+  // accessors are not thread-safe.
+
+  // Sizes the work buffers for `parts` parts (the most a region may use) and caches their
+  // addresses, those of the bias multiplier included, for the kernels.
+  void prepare_parts(int parts);
+  // The number of chunks of images_per_gemm() images the batch splits into.
+  int num_chunks() const { return (num_ + images_per_gemm_ - 1) / images_per_gemm_; }
 
   // output[g] = W[g] * im2col(input)[g]: the convolution's forward direction.
   void forward_cpu_gemm(const Dtype* input, int count, const Dtype* weights, Dtype* output,
-                        bool skip_im2col = false);
+                        int part, bool skip_im2col = false);
   // input = col2im(W^T * output): the transpose, i.e. the gradient with respect to the input.
   // output_gathered: output is already in the gather buffer (from weight_cpu_gemm).
   void backward_cpu_gemm(const Dtype* output, int count, const Dtype* weights, Dtype* input,
-                         bool output_gathered = false);
+                         int part, bool output_gathered = false);
   // weights += output * im2col(input)^T, the weight gradient.
-  void weight_cpu_gemm(const Dtype* input, const Dtype* output, int count, Dtype* weights,
+  void weight_cpu_gemm(const Dtype* input, const Dtype* output, int count, Dtype* weights, int part,
                        bool skip_im2col = false);
   // output += bias, for one image.
   void forward_cpu_bias(Dtype* output, const Dtype* bias);
   // bias += sum over positions of output, for one image.
   void backward_cpu_bias(Dtype* bias, const Dtype* output);
+#ifdef DOPPIO_WITH_CUDA
+  // The GPU kernels work on one image at a time (im2col + one GEMM per group) with dense
+  // column buffers; same directions as the CPU ones.
+  void forward_gpu_gemm(const Dtype* input, const Dtype* weights, Dtype* output);
+  void backward_gpu_gemm(const Dtype* output, const Dtype* weights, Dtype* input);
+  void weight_gpu_gemm(const Dtype* input, const Dtype* output, Dtype* weights);
+  // output += bias for all num_ images; bias += the sum over images and positions of output.
+  void forward_gpu_bias(Dtype* output, const Dtype* bias);
+  void backward_gpu_bias(Dtype* bias, const Dtype* output);
+#endif
   int images_per_gemm() const { return images_per_gemm_; }
+
+  // Parameter gradients of a parallel backward pass: part 0 accumulates straight into the
+  // parameter diffs, every other part into a private zeroed copy, and reduce_param_diffs
+  // adds those copies to the diffs in part order, so the sum depends only on the number of
+  // parts. param_diff_part returns where `part` accumulates the gradient of parameter blob
+  // `index` (nullptr where that diff is not computed).
+  void prepare_param_diffs(int parts, Dtype* weight_diff, Dtype* bias_diff);
+  Dtype* param_diff_part(int index, int part) const;
+  void reduce_param_diffs(int parts);
 
   // Output spatial shape from the input's (conv: smaller, deconv: larger).
   virtual void compute_output_shape() = 0;
@@ -78,7 +109,8 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   // im2col / col2im of `count` images into / from a column matrix with count * spatial
   // columns.
   void conv_im2col_cpu(const Dtype* data, int count, Dtype* col) const;
-  void conv_col2im_cpu(const Dtype* col, int count, Dtype* data) const;
+  // col2im may clear entries of `col` (scratch) that belong to the padding.
+  void conv_col2im_cpu(Dtype* col, int count, Dtype* data) const;
   // Copies `count` images' outputs (channels x spatial each) to / from the gather buffer's
   // channels x (count * spatial) layout.
   void gather_output(const Dtype* output, int count, Dtype* buffer) const;
@@ -94,9 +126,27 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   int conv_output_dim_ = 0;  // values per image on the output side
   int images_per_gemm_ = 1;
 
-  Blob<Dtype> col_buffer_;     // kernel_dim_ * group_ x images_per_gemm_ * spatial
-  Blob<Dtype> gather_buffer_;  // conv_out_channels_ x images_per_gemm_ * spatial
+  // Per part: kernel_dim_ * group_ x images_per_gemm_ * spatial.
+  Blob<Dtype> col_buffer_;
+  // Per part: conv_out_channels_ x images_per_gemm_ * spatial.
+  Blob<Dtype> gather_buffer_;
   Blob<Dtype> bias_multiplier_;
+  // Per part on the small path: an image's top diff transposed (positions x channels).
+  Blob<Dtype> top_t_buffer_;
+  // Columns per GEMM on the small path (see Reshape); 0 when not on it.
+  int block_ = 0;
+  // Whether the small path's weight gradient runs transposed (see Reshape).
+  bool weight_t_ = false;
+  size_t col_part_size_ = 0, gather_part_size_ = 0, top_t_part_size_ = 0;
+  Dtype* col_data_ = nullptr;
+  Dtype* gather_data_ = nullptr;
+  Dtype* top_t_data_ = nullptr;
+  const Dtype* bias_multiplier_data_ = nullptr;
+  // Parts 1.. of a parallel backward: their weight and bias gradients (on the small path
+  // every part's weight gradient, transposed).
+  Blob<Dtype> weight_diff_parts_, bias_diff_parts_;
+  Dtype* param_diff_[2] = {nullptr, nullptr};
+  Dtype* param_diff_parts_[2] = {nullptr, nullptr};
 };
 
 }  // namespace doppio

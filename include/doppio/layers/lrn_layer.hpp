@@ -29,8 +29,13 @@ class LRNLayer : public Layer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
- private:
+ protected:  // the cuDNN engine derives from this class
   void CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale);
   void CrossChannelBackward(const Dtype* in, const Dtype* top_diff, const Dtype* scale,
                             Dtype* bottom_diff);
@@ -54,6 +59,9 @@ class LRNLayer : public Layer<Dtype> {
   std::vector<Dtype> power_;  // scale^-beta
   std::vector<Dtype> ratio_;  // top_diff * top / scale
   std::vector<Dtype> row_;    // one plane: horizontal pass of the box sum
+#ifdef DOPPIO_WITH_CUDA
+  Blob<Dtype> ratio_gpu_;  // WITHIN_CHANNEL Backward_gpu: top_diff * top / scale
+#endif
 };
 
 }  // namespace doppio

@@ -30,10 +30,19 @@ class PoolingLayer : public Layer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
- private:
-  void ForwardMax(const Dtype* in, Dtype* out, int* mask, Dtype* top_mask);
+ protected:  // the cuDNN engine derives from this class
+  // One plane each; `part` picks the thread's scratch (see ForPlanes).
+  void ForwardMax(const Dtype* in, Dtype* out, int* mask, Dtype* top_mask, int part);
+  void MaxRowSse2(const float* in, int ph, float* out, int* index, float* scratch) const;
   void ForwardAve(const Dtype* in, Dtype* out);
+  // Adds the plane's AVE gradient into diff.
+  void BackwardAve(const Dtype* top_diff, Dtype* diff, int part);
   void ForwardStochasticTrain(const Dtype* in, Dtype* out, int* index);
   void ForwardStochasticTest(const Dtype* in, Dtype* out);
 
@@ -47,6 +56,22 @@ class PoolingLayer : public Layer<Dtype> {
   // MAX: argmax per output (when no mask top is given); STOCHASTIC TRAIN: the sampled index.
   // Both index within the input plane; -1 marks an empty window.
   std::vector<int> index_;
+  // AVE: the divisor's width factor per output column.
+  std::vector<int> ave_width_;
+  // Scratch per part: scratch_per_part_ values (MAX: kernel_h_ padded rows of scratch_row_
+  // values; AVE: a row of shares) and a row of indices.
+  int scratch_row_ = 0;
+  size_t scratch_per_part_ = 0;
+  std::vector<Dtype> row_value_;
+  std::vector<int> row_index_;
+
+  // Runs fn(plane, part) for every (image, channel) plane, split over the thread pool.
+  template <typename Fn>
+  void ForPlanes(const Fn& fn);
+#ifdef DOPPIO_WITH_CUDA
+  std::shared_ptr<SyncedMemory> index_gpu_;  // index_ of Forward_gpu, on the device
+  Blob<Dtype> rand_gpu_;                     // STOCHASTIC TRAIN: one uniform draw per output
+#endif
 };
 
 }  // namespace doppio

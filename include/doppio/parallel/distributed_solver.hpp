@@ -34,6 +34,8 @@ struct ParallelOptions {
   // > 0: linear learning-rate warm-up over this many iterations, from the one-rank rate
   // when scale_lr, else from the solver's warmup_start_factor.
   int lr_warmup_iters = 0;
+  // The GPU the solver runs on; null: the CPU.
+  std::shared_ptr<GpuContext> gpu;
 };
 
 // A deliberate failure for testing the job's failure handling, from the environment:

@@ -39,7 +39,9 @@ template <typename Dtype>
 class Solver {
  public:
   // Builds the nets; throws Error for an inconsistent SolverParameter or unreadable files.
-  explicit Solver(const SolverParameter& param);
+  // With a GPU context the nets and the updates run on that GPU (the caller picks the device;
+  // solver_mode and device_id are the tools' business); without one, on the CPU.
+  explicit Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
   virtual ~Solver() = default;
   Solver(const Solver&) = delete;
   Solver& operator=(const Solver&) = delete;
@@ -66,6 +68,7 @@ class Solver {
   const SolverParameter& param() const { return param_; }
   const std::shared_ptr<Net<Dtype>>& net() const { return net_; }
   const std::vector<std::shared_ptr<Net<Dtype>>>& test_nets() const { return test_nets_; }
+  const std::shared_ptr<GpuContext>& gpu_context() const { return gpu_; }
   int iter() const { return iter_; }
   int current_step() const { return current_step_; }
   Dtype smoothed_loss() const { return smoothed_loss_; }
@@ -99,6 +102,7 @@ class Solver {
   bool display_now() const { return param_.display() && iter_ % param_.display() == 0; }
 
   SolverParameter param_;
+  std::shared_ptr<GpuContext> gpu_;
   std::shared_ptr<Net<Dtype>> net_;
   std::vector<std::shared_ptr<Net<Dtype>>> test_nets_;
   int iter_ = 0;
