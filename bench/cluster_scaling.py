@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import shutil
 import subprocess
 import sys
@@ -201,6 +202,47 @@ class Runner:
             shutil.rmtree(self.work, ignore_errors=True)
 
 
+def key(row):
+    return (row["model"], row["hosts"], row["rate"], row["sync"], row["bucket"])
+
+
+def render(rows, cores, seconds):
+    """The markdown table of the runs."""
+    lines = [
+        f"{cores} CPU cores shared by all hosts: with N hosts each rank has min(1, {cores}/N) "
+        "cores, so eff % includes CPU sharing; eff/CPU % takes it out.",
+        "",
+        "| model | batch/rank | hosts | link | --sync | --bucket_mb | ms/iter | comm ms "
+        "| exposed ms | hidden % | img/s | eff % | eff/CPU % |",
+        "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    base = {r["model"]: r["ms"] for r in rows if r["hosts"] == 1 and not r["failed"]}
+    for r in rows:
+        if r["failed"]:
+            lines.append(f"| {r['model']} | | {r['hosts']} | {r['rate']} | {r['sync']} | "
+                         f"{r['bucket'] or '-'} | FAILED | | | | | | |")
+            continue
+        # The waits also cover a bucket's time in the queue, so they can exceed `comm`.
+        hidden = (f"{100 * max(0.0, 1 - r['exposed'] / r['comm']):.0f}"
+                  if r["comm"] > 0.05 else "-")
+        bucket = "-" if r["bucket"] is None else f"{r['bucket']:g}"
+        if r["sync"] == "blocking":
+            bucket = "(one)"
+        eff = eff_cpu = "-"
+        if r["model"] in base:
+            eff = f"{100 * base[r['model']] / r['ms']:.0f}"
+            eff_cpu = f"{100 * base[r['model']] * max(1.0, r['hosts'] / cores) / r['ms']:.0f}"
+        images = r["batch"] * r["hosts"] / (r["ms"] / 1e3)
+        lines.append(
+            f"| {r['model']} | {r['batch']} | {r['hosts']} | {r['rate']} | {r['sync']} | {bucket} "
+            f"| {r['ms']:.1f} | {r['comm']:.1f} | {r['exposed']:.1f} | {hidden} | {images:.0f} "
+            f"| {eff} | {eff_cpu} |")
+    lines.append("")
+    if seconds is not None:
+        lines.append(f"({len(rows)} runs in {seconds:.0f} s)")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -212,6 +254,10 @@ def main():
     parser.add_argument("--buckets", default="0.25,25", help="--bucket_mb values (MB)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
     parser.add_argument("--markdown", help="also write the table to this file")
+    parser.add_argument("--results", help="JSON lines, one per run, appended as runs finish; "
+                        "runs already in the file are not repeated (resume)")
+    parser.add_argument("--table-only", action="store_true",
+                        help="print the table of --results without running anything")
     args = parser.parse_args()
     args.models = args.models.split(",")
     args.hosts = [int(h) for h in args.hosts.split(",")]
@@ -221,17 +267,32 @@ def main():
     for model in args.models:
         if model not in MODELS:
             sys.exit(f"cluster_scaling: unknown model {model} ({', '.join(MODELS)})")
+    cores = os.cpu_count() or 1
+    done = {}
+    if args.results and os.path.exists(args.results):
+        with open(args.results) as f:
+            for line in f:
+                if line.strip():
+                    row = json.loads(line)
+                    done[key(row)] = row
+    if args.table_only:
+        print(render([r for r in done.values() if r["model"] in args.models], cores, None))
+        return 0
     if os.geteuid() != 0:
         sys.exit("cluster_scaling: needs root (network namespaces)")
 
-    cores = os.cpu_count() or 1
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
     runner = Runner(args)
     rows = []
     started = time.monotonic()
     try:
         for model in args.models:
             spec = MODELS[model]
-            solver = runner.prepare(model)
+            solver = None
             base = None
             configs = []
             for hosts in args.hosts:
@@ -245,56 +306,30 @@ def main():
                         for bucket in buckets:
                             configs.append((hosts, rate, sync, bucket))
             for hosts, rate, sync, bucket in configs:
+                wanted = dict(model=model, hosts=hosts, rate=rate, sync=sync, bucket=bucket)
+                if key(wanted) in done and not done[key(wanted)]["failed"]:
+                    rows.append(done[key(wanted)])
+                    continue
+                if solver is None:
+                    solver = runner.prepare(model)
                 try:
                     stats = runner.run(model, solver, hosts, rate, sync, bucket)
+                    row = dict(wanted, batch=spec["batch"], failed=False, **stats)
+                    log(f"{model:14} {hosts} host(s) {rate:9} {sync:12} {bucket or '-':>5} MB: "
+                        f"{stats['ms']:8.1f} ms/iter, exposed {stats['exposed']:7.1f} ms "
+                        f"(run {stats['wall']:.1f} s)")
                 except (RuntimeError, subprocess.TimeoutExpired) as error:
                     log(f"{model} {hosts} hosts {rate} {sync} {bucket}: FAILED: {error}")
-                    rows.append(dict(model=model, hosts=hosts, rate=rate, sync=sync,
-                                     bucket=bucket, failed=True))
-                    continue
-                if hosts == 1:
-                    base = stats["ms"]
-                row = dict(model=model, batch=spec["batch"], hosts=hosts, rate=rate, sync=sync,
-                           bucket=bucket, failed=False, **stats)
-                if base:
-                    row["eff"] = base / stats["ms"]
-                    row["eff_cpu"] = base * max(1.0, hosts / cores) / stats["ms"]
+                    row = dict(wanted, batch=spec["batch"], failed=True,
+                               error=str(error)[-2000:])
                 rows.append(row)
-                log(f"{model:14} {hosts} host(s) {rate:9} {sync:12} {bucket or '-':>5} MB: "
-                    f"{stats['ms']:8.1f} ms/iter, exposed {stats['exposed']:7.1f} ms "
-                    f"(run {stats['wall']:.1f} s)")
+                if args.results:
+                    with open(args.results, "a") as f:
+                        f.write(json.dumps(row) + "\n")
     finally:
         runner.cleanup()
 
-    lines = [
-        f"{cores} CPU cores shared by all hosts: with N hosts each rank has min(1, {cores}/N) "
-        "cores, so eff % includes CPU sharing; eff/CPU % takes it out.",
-        "",
-        "| model | batch/rank | hosts | link | --sync | --bucket_mb | ms/iter | comm ms "
-        "| exposed ms | hidden % | img/s | eff % | eff/CPU % |",
-        "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        if r["failed"]:
-            lines.append(f"| {r['model']} | | {r['hosts']} | {r['rate']} | {r['sync']} | "
-                         f"{r['bucket'] or '-'} | FAILED | | | | | | |")
-            continue
-        # The waits also cover a bucket's time in the queue, so they can exceed `comm`.
-        hidden = (f"{100 * max(0.0, 1 - r['exposed'] / r['comm']):.0f}"
-                  if r["comm"] > 0.05 else "-")
-        bucket = "-" if r["bucket"] is None else f"{r['bucket']:g}"
-        if r["sync"] == "blocking":
-            bucket = "(one)"
-        eff = f"{100 * r['eff']:.0f}" if "eff" in r else "-"
-        eff_cpu = f"{100 * r['eff_cpu']:.0f}" if "eff_cpu" in r else "-"
-        images = r["batch"] * r["hosts"] / (r["ms"] / 1e3)
-        lines.append(
-            f"| {r['model']} | {r['batch']} | {r['hosts']} | {r['rate']} | {r['sync']} | {bucket} "
-            f"| {r['ms']:.1f} | {r['comm']:.1f} | {r['exposed']:.1f} | {hidden} | {images:.0f} "
-            f"| {eff} | {eff_cpu} |")
-    lines.append("")
-    lines.append(f"({len(rows)} runs in {time.monotonic() - started:.0f} s)")
-    table = "\n".join(lines)
+    table = render(rows, cores, time.monotonic() - started)
     print(table)
     if args.markdown:
         with open(args.markdown, "w") as f:
