@@ -24,3 +24,10 @@ set(DOPPIO_BLAS_INCLUDE_DIRS ${OpenBLAS_INCLUDE_DIR})
 # resize and encode images.
 find_package(LMDB REQUIRED)
 find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+
+# Data-parallel training (src/parallel). Open MPI from Debian is not CUDA-aware: device
+# buffers are staged through host memory.
+find_package(MPI COMPONENTS C QUIET)
+if(NOT MPI_C_FOUND)
+  message(FATAL_ERROR "MPI not found: apt-get install libopenmpi-dev openmpi-bin")
+endif()

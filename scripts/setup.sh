@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package Doppio needs that is missing, then configures and builds
 # into build/ (Ninja, ccache). Extra arguments go to cmake, e.g. -DDOPPIO_CUDA=OFF.
+# DOPPIO_TARGETS="a b" builds only those targets (scripts/quickstart.sh: the doppio tool).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev liblmdb-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev
+  python3-matplotlib
 )
 missing=()
 for package in "${packages[@]}"; do
@@ -29,5 +31,11 @@ fi
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 jobs="${DOPPIO_JOBS:-$(nproc)}"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
-cmake --build build -j "$jobs"
-echo "setup: built build/tools/doppio and the tests"
+if [ -n "${DOPPIO_TARGETS:-}" ]; then
+  read -r -a targets <<< "$DOPPIO_TARGETS"
+  cmake --build build -j "$jobs" --target "${targets[@]}"
+  echo "setup: built ${targets[*]} in build/"
+else
+  cmake --build build -j "$jobs"
+  echo "setup: built build/tools/doppio and the tests"
+fi

@@ -6,9 +6,23 @@
 #include <cmath>
 #include <type_traits>
 
+#include "doppio/core/gpu_context.hpp"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {
+
+namespace {
+#ifdef DOPPIO_WITH_CUDA
+// The context to compute on when the newest values of `memory` are on the device (only
+// there, or `include_synced`: on both sides, where the device keeps them there); else null.
+GpuContext* DeviceHolding(const SyncedMemory& memory, bool include_synced) {
+  const SyncedMemory::Head head = memory.head();
+  const bool on_device = head == SyncedMemory::Head::kDevice ||
+                         (include_synced && head == SyncedMemory::Head::kSynced);
+  return on_device ? memory.gpu_context().get() : nullptr;
+}
+#endif
+}  // namespace
 
 std::string ShapeString(const std::vector<int>& shape) {
   std::ostringstream out;
@@ -133,6 +147,32 @@ Dtype* Blob<Dtype>::mutable_cpu_diff() {
   return static_cast<Dtype*>(diff_->mutable_cpu_data());
 }
 
+#ifdef DOPPIO_WITH_CUDA
+template <typename Dtype>
+const Dtype* Blob<Dtype>::gpu_data(GpuContext& gpu) const {
+  CHECK(data_);
+  return static_cast<const Dtype*>(data_->gpu_data(gpu));
+}
+
+template <typename Dtype>
+const Dtype* Blob<Dtype>::gpu_diff(GpuContext& gpu) const {
+  CHECK(diff_);
+  return static_cast<const Dtype*>(diff_->gpu_data(gpu));
+}
+
+template <typename Dtype>
+Dtype* Blob<Dtype>::mutable_gpu_data(GpuContext& gpu) {
+  CHECK(data_);
+  return static_cast<Dtype*>(data_->mutable_gpu_data(gpu));
+}
+
+template <typename Dtype>
+Dtype* Blob<Dtype>::mutable_gpu_diff(GpuContext& gpu) {
+  CHECK(diff_);
+  return static_cast<Dtype*>(diff_->mutable_gpu_data(gpu));
+}
+#endif
+
 template <typename Dtype>
 void Blob<Dtype>::ShareData(const Blob& other) {
   CHECK_EQ(count_, other.count());
@@ -161,37 +201,78 @@ void Blob<Dtype>::SetDiffMemory(std::shared_ptr<SyncedMemory> memory) {
 
 template <typename Dtype>
 void Blob<Dtype>::Update() {
+  if (count_ == 0) return;
+#ifdef DOPPIO_WITH_CUDA
+  if (GpuContext* gpu = DeviceHolding(*data_, true)) {
+    gpu_axpy<Dtype>(*gpu, count_, Dtype(-1), gpu_diff(*gpu), mutable_gpu_data(*gpu));
+    return;
+  }
+#endif
   cpu_axpy<Dtype>(count_, Dtype(-1), cpu_diff(), mutable_cpu_data());
 }
 
 template <typename Dtype>
 Dtype Blob<Dtype>::asum_data() const {
-  return count_ ? cpu_asum(count_, cpu_data()) : Dtype(0);
+  if (count_ == 0) return Dtype(0);
+#ifdef DOPPIO_WITH_CUDA
+  if (GpuContext* gpu = DeviceHolding(*data_, false)) return gpu_asum(*gpu, count_, gpu_data(*gpu));
+#endif
+  return cpu_asum(count_, cpu_data());
 }
 
 template <typename Dtype>
 Dtype Blob<Dtype>::asum_diff() const {
-  return count_ ? cpu_asum(count_, cpu_diff()) : Dtype(0);
+  if (count_ == 0) return Dtype(0);
+#ifdef DOPPIO_WITH_CUDA
+  if (GpuContext* gpu = DeviceHolding(*diff_, false)) return gpu_asum(*gpu, count_, gpu_diff(*gpu));
+#endif
+  return cpu_asum(count_, cpu_diff());
 }
 
 template <typename Dtype>
 Dtype Blob<Dtype>::sumsq_data() const {
-  return count_ ? cpu_dot(count_, cpu_data(), cpu_data()) : Dtype(0);
+  if (count_ == 0) return Dtype(0);
+#ifdef DOPPIO_WITH_CUDA
+  if (GpuContext* gpu = DeviceHolding(*data_, false)) {
+    return gpu_dot(*gpu, count_, gpu_data(*gpu), gpu_data(*gpu));
+  }
+#endif
+  return cpu_dot(count_, cpu_data(), cpu_data());
 }
 
 template <typename Dtype>
 Dtype Blob<Dtype>::sumsq_diff() const {
-  return count_ ? cpu_dot(count_, cpu_diff(), cpu_diff()) : Dtype(0);
+  if (count_ == 0) return Dtype(0);
+#ifdef DOPPIO_WITH_CUDA
+  if (GpuContext* gpu = DeviceHolding(*diff_, false)) {
+    return gpu_dot(*gpu, count_, gpu_diff(*gpu), gpu_diff(*gpu));
+  }
+#endif
+  return cpu_dot(count_, cpu_diff(), cpu_diff());
 }
 
 template <typename Dtype>
 void Blob<Dtype>::scale_data(Dtype factor) {
-  if (count_) cpu_scal(count_, factor, mutable_cpu_data());
+  if (count_ == 0) return;
+#ifdef DOPPIO_WITH_CUDA
+  if (GpuContext* gpu = DeviceHolding(*data_, true)) {
+    gpu_scal(*gpu, count_, factor, mutable_gpu_data(*gpu));
+    return;
+  }
+#endif
+  cpu_scal(count_, factor, mutable_cpu_data());
 }
 
 template <typename Dtype>
 void Blob<Dtype>::scale_diff(Dtype factor) {
-  if (count_) cpu_scal(count_, factor, mutable_cpu_diff());
+  if (count_ == 0) return;
+#ifdef DOPPIO_WITH_CUDA
+  if (GpuContext* gpu = DeviceHolding(*diff_, true)) {
+    gpu_scal(*gpu, count_, factor, mutable_gpu_diff(*gpu));
+    return;
+  }
+#endif
+  cpu_scal(count_, factor, mutable_cpu_diff());
 }
 
 template <typename Dtype>
@@ -201,6 +282,17 @@ void Blob<Dtype>::CopyFrom(const Blob& source, bool copy_diff, bool reshape) {
                            << " into one of shape " << shape_string();
     ReshapeLike(source);
   }
+  if (count_ == 0) return;
+#ifdef DOPPIO_WITH_CUDA
+  if (GpuContext* gpu = DeviceHolding(copy_diff ? *source.diff() : *source.data(), false)) {
+    if (copy_diff) {
+      gpu_copy(*gpu, count_, source.gpu_diff(*gpu), mutable_gpu_diff(*gpu));
+    } else {
+      gpu_copy(*gpu, count_, source.gpu_data(*gpu), mutable_gpu_data(*gpu));
+    }
+    return;
+  }
+#endif
   if (copy_diff) {
     cpu_copy(count_, source.cpu_diff(), mutable_cpu_diff());
   } else {

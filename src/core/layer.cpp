@@ -43,15 +43,41 @@ void Layer<Dtype>::set_param_propagate_down(int param_id, bool value) {
 }
 
 template <typename Dtype>
+void Layer<Dtype>::CheckDevice() const {
+#ifdef DOPPIO_WITH_CUDA
+  DOPPIO_ENSURE(gpu_ != nullptr) << Describe()
+                                 << " is in GPU mode but has no GPU context to run on";
+#else
+  DOPPIO_FAIL() << Describe()
+                << " is in GPU mode, but this build of doppio has no GPU support "
+                   "(built with DOPPIO_CUDA=OFF)";
+#endif
+}
+
+template <typename Dtype>
 Dtype Layer<Dtype>::Forward(const BlobVec& bottom, const BlobVec& top) {
   Reshape(bottom, top);
-  Forward_cpu(bottom, top);
+  const bool on_gpu = mode_ == Mode::GPU;
+  if (on_gpu) {
+    CheckDevice();
+#ifdef DOPPIO_WITH_CUDA
+    Forward_gpu(bottom, top);
+#endif
+  } else {
+    Forward_cpu(bottom, top);
+  }
   Dtype loss = 0;
   for (std::size_t t = 0; t < top.size(); ++t) {
     if (this->loss(t) == Dtype(0)) continue;
     // The top's diff holds its loss weight (set in SetLossWeights), so the weighted loss is
-    // a dot product.
+    // a dot product, taken where the top's newest values are.
     const int count = top[t]->count();
+#ifdef DOPPIO_WITH_CUDA
+    if (on_gpu && top[t]->data()->head() == SyncedMemory::Head::kDevice) {
+      loss += gpu_dot(*gpu_, count, top[t]->gpu_data(*gpu_), top[t]->gpu_diff(*gpu_));
+      continue;
+    }
+#endif
     loss += cpu_dot(count, top[t]->cpu_data(), top[t]->cpu_diff());
   }
   return loss;
@@ -60,6 +86,13 @@ Dtype Layer<Dtype>::Forward(const BlobVec& bottom, const BlobVec& top) {
 template <typename Dtype>
 void Layer<Dtype>::Backward(const BlobVec& top, const std::vector<bool>& propagate_down,
                             const BlobVec& bottom) {
+  if (mode_ == Mode::GPU) {
+    CheckDevice();
+#ifdef DOPPIO_WITH_CUDA
+    Backward_gpu(top, propagate_down, bottom);
+#endif
+    return;
+  }
   Backward_cpu(top, propagate_down, bottom);
 }
 

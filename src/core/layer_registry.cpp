@@ -24,19 +24,19 @@ std::string RequestedEngine(const LayerParameter& param) {
 }  // namespace
 
 template <typename Dtype>
-std::map<std::string, std::map<std::string, typename LayerRegistry<Dtype>::Creator>>&
+std::map<std::string, std::map<std::string, typename LayerRegistry<Dtype>::Entry>>&
 LayerRegistry<Dtype>::Table() {
-  static std::map<std::string, std::map<std::string, Creator>> table;
+  static std::map<std::string, std::map<std::string, Entry>> table;
   return table;
 }
 
 template <typename Dtype>
 void LayerRegistry<Dtype>::AddCreator(const std::string& type, const std::string& engine,
-                                      Creator creator) {
+                                      Creator creator, Unsupported unsupported) {
   auto& engines = Table()[type];
   CHECK(engines.count(engine) == 0)
       << "layer type " << type << " registered twice for engine " << engine;
-  engines[engine] = std::move(creator);
+  engines[engine] = Entry{std::move(creator), std::move(unsupported)};
 }
 
 template <typename Dtype>
@@ -52,7 +52,7 @@ std::vector<std::string> LayerRegistry<Dtype>::Types() {
 }
 
 template <typename Dtype>
-std::shared_ptr<Layer<Dtype>> LayerRegistry<Dtype>::CreateLayer(const LayerParameter& param) {
+std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode mode) {
   auto it = Table().find(param.type());
   if (it == Table().end()) {
     std::ostringstream known;
@@ -61,16 +61,44 @@ std::shared_ptr<Layer<Dtype>> LayerRegistry<Dtype>::CreateLayer(const LayerParam
                   << "'; known types:" << known.str();
   }
   const auto& engines = it->second;
-  std::string engine = RequestedEngine(param);
-  if (engine == "DEFAULT") {
-    // cuDNN takes over where it registered; otherwise Doppio's own kernels.
-    engine = engines.count("CUDNN") ? "CUDNN" : "CAFFE";
+  const std::string requested = RequestedEngine(param);
+  const auto cudnn = engines.find("CUDNN");
+  const auto reason = [&param](const Entry& entry) {
+    return entry.unsupported ? entry.unsupported(param) : std::string();
+  };
+  if (requested == "DEFAULT") {
+    // cuDNN takes over on the GPU where it registered and can run the configuration.
+    if (mode == Mode::GPU && cudnn != engines.end() && reason(cudnn->second).empty()) {
+      return "CUDNN";
+    }
+    return "CAFFE";
   }
-  auto creator = engines.find(engine);
-  DOPPIO_ENSURE(creator != engines.end())
-      << "layer '" << param.name() << "' (" << param.type() << ") asks for engine " << engine
+  if (requested == "CUDNN" && mode == Mode::CPU) {
+    VLOG(1) << "layer '" << param.name() << "' asks for engine CUDNN; on the CPU it runs "
+            << "Doppio's own kernels";
+    return "CAFFE";
+  }
+  auto entry = engines.find(requested);
+  DOPPIO_ENSURE(entry != engines.end())
+      << "layer '" << param.name() << "' (" << param.type() << ") asks for engine " << requested
       << ", which this build does not provide";
-  return creator->second(param);
+  const std::string why = reason(entry->second);
+  DOPPIO_ENSURE(why.empty()) << "layer '" << param.name() << "' (" << param.type()
+                             << ") asks for engine " << requested
+                             << ", which cannot run it: " << why;
+  return requested;
+}
+
+template <typename Dtype>
+std::shared_ptr<Layer<Dtype>> LayerRegistry<Dtype>::CreateLayer(const LayerParameter& param,
+                                                                Mode mode) {
+  const std::string engine = ChooseEngine(param, mode);
+  const auto& engines = Table().find(param.type())->second;
+  auto entry = engines.find(engine);
+  DOPPIO_ENSURE(entry != engines.end())
+      << "layer '" << param.name() << "' (" << param.type() << "): engine " << engine
+      << " is not registered for this type";
+  return entry->second.creator(param);
 }
 
 DOPPIO_INSTANTIATE_CLASS(LayerRegistry);

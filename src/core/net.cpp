@@ -55,8 +55,25 @@ NetParameter UpgradeLegacyInputs(const NetParameter& param) {
 }  // namespace
 
 template <typename Dtype>
-Net<Dtype>::Net(const NetParameter& param, std::uint64_t seed) : seed_(seed) {
+Net<Dtype>::Net(const NetParameter& param, std::uint64_t seed, std::shared_ptr<GpuContext> gpu)
+    : seed_(seed), gpu_(std::move(gpu)) {
   Init(param);
+  if (gpu_) SetGpu(gpu_);
+}
+
+template <typename Dtype>
+void Net<Dtype>::SetGpu(std::shared_ptr<GpuContext> gpu) {
+  gpu_ = std::move(gpu);
+  for (auto& layer : layers_) layer->SetGpu(gpu_);
+#ifdef DOPPIO_WITH_CUDA
+  if (!gpu_) return;
+  // Layers without bottoms (inputs, data) produce their tops on the host every iteration:
+  // page-locked host memory makes those uploads fast.
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    if (!bottom_vecs_[i].empty()) continue;
+    for (Blob<Dtype>* top : top_vecs_[i]) top->data()->PinHostMemory();
+  }
+#endif
 }
 
 template <typename Dtype>
@@ -129,7 +146,8 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
         << "layer '" << layer_param.name() << "' has " << layer_param.propagate_down_size()
         << " propagate_down values for " << layer_param.bottom_size() << " bottoms";
     try {
-      layers_.push_back(LayerRegistry<Dtype>::CreateLayer(layer_param));
+      layers_.push_back(
+          LayerRegistry<Dtype>::CreateLayer(layer_param, gpu_ ? Mode::GPU : Mode::CPU));
     } catch (const Error& error) {
       RethrowNamingLayer(error, layer_param);
     }
@@ -454,6 +472,29 @@ const Dtype* Net<Dtype>::arena_diff() const {
   return static_cast<const Dtype*>(arena_diff_->cpu_data());
 }
 
+#ifdef DOPPIO_WITH_CUDA
+template <typename Dtype>
+Dtype* Net<Dtype>::mutable_arena_gpu_data() {
+  CHECK(gpu_) << "net '" << name_ << "' is not on a GPU";
+  return static_cast<Dtype*>(arena_data_->mutable_gpu_data(*gpu_));
+}
+template <typename Dtype>
+Dtype* Net<Dtype>::mutable_arena_gpu_diff() {
+  CHECK(gpu_) << "net '" << name_ << "' is not on a GPU";
+  return static_cast<Dtype*>(arena_diff_->mutable_gpu_data(*gpu_));
+}
+template <typename Dtype>
+const Dtype* Net<Dtype>::arena_gpu_data() const {
+  CHECK(gpu_) << "net '" << name_ << "' is not on a GPU";
+  return static_cast<const Dtype*>(arena_data_->gpu_data(*gpu_));
+}
+template <typename Dtype>
+const Dtype* Net<Dtype>::arena_gpu_diff() const {
+  CHECK(gpu_) << "net '" << name_ << "' is not on a GPU";
+  return static_cast<const Dtype*>(arena_diff_->gpu_data(*gpu_));
+}
+#endif
+
 template <typename Dtype>
 Dtype Net<Dtype>::ForwardFromTo(int start, int end) {
   CHECK_GE(start, 0);
@@ -461,6 +502,7 @@ Dtype Net<Dtype>::ForwardFromTo(int start, int end) {
   Dtype loss = 0;
   for (int i = start; i <= end; ++i) {
     loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+    for (const auto& callback : after_forward_) callback(i);
   }
   return loss;
 }
@@ -506,12 +548,26 @@ void Net<Dtype>::Reshape() {
 
 template <typename Dtype>
 void Net<Dtype>::ClearParamDiffs() {
-  if (arena_count_ > 0) cpu_set(static_cast<int>(arena_count_), Dtype(0), mutable_arena_diff());
+  if (arena_count_ == 0) return;
+#ifdef DOPPIO_WITH_CUDA
+  if (gpu_) {
+    gpu_set(*gpu_, static_cast<int>(arena_count_), Dtype(0), mutable_arena_gpu_diff());
+    return;
+  }
+#endif
+  cpu_set(static_cast<int>(arena_count_), Dtype(0), mutable_arena_diff());
 }
 
 template <typename Dtype>
 void Net<Dtype>::Update() {
   if (arena_count_ == 0) return;
+#ifdef DOPPIO_WITH_CUDA
+  if (gpu_) {
+    gpu_axpy(*gpu_, static_cast<int>(arena_count_), Dtype(-1), arena_gpu_diff(),
+             mutable_arena_gpu_data());
+    return;
+  }
+#endif
   cpu_axpy(static_cast<int>(arena_count_), Dtype(-1), arena_diff(), mutable_arena_data());
 }
 

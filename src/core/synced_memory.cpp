@@ -6,6 +6,10 @@
 #include <cstring>
 #include <new>
 
+#include "doppio/core/common.hpp"
+#include "doppio/core/gpu_context.hpp"
+#include "doppio/util/gpu_util.hpp"
+
 namespace doppio {
 
 namespace {
@@ -29,14 +33,42 @@ SyncedMemory::SyncedMemory(std::shared_ptr<SyncedMemory> parent, std::size_t off
   CHECK_LE(offset_ + size_, parent_->size());
 }
 
-SyncedMemory::~SyncedMemory() { std::free(cpu_ptr_); }
+SyncedMemory::~SyncedMemory() {
+  FreeHostCopy();
+#ifdef DOPPIO_WITH_CUDA
+  // The device block goes back to the allocator's cache; later users of it are ordered
+  // after the kernels that may still read it (same stream).
+  if (gpu_ptr_ != nullptr && gpu_) gpu_->allocator().Free(gpu_ptr_);
+#endif
+}
+
+void SyncedMemory::FreeHostCopy() {
+  if (cpu_ptr_ == nullptr) return;
+#ifdef DOPPIO_WITH_CUDA
+  if (host_pinned_) {
+    cudaFreeHost(cpu_ptr_);
+    cpu_ptr_ = nullptr;
+    return;
+  }
+#endif
+  std::free(cpu_ptr_);
+  cpu_ptr_ = nullptr;
+}
 
 SyncedMemory::Head SyncedMemory::head() const { return parent_ ? parent_->head() : head_; }
+
+const std::shared_ptr<GpuContext>& SyncedMemory::gpu_context() const {
+  return parent_ ? parent_->gpu_context() : gpu_;
+}
 
 void SyncedMemory::ToCpu() {
   switch (head_) {
     case Head::kUninitialized:
+#ifdef DOPPIO_WITH_CUDA
+      AllocateHostCopy();
+#else
       cpu_ptr_ = AllocateHost(size_);
+#endif
       std::memset(cpu_ptr_, 0, size_);
       head_ = Head::kHost;
       break;
@@ -44,7 +76,20 @@ void SyncedMemory::ToCpu() {
     case Head::kSynced:
       break;
     case Head::kDevice:
+#ifdef DOPPIO_WITH_CUDA
+      if (cpu_ptr_ == nullptr) AllocateHostCopy();
+      if (size_ > 0) {
+        gpu_->MakeCurrent();
+        // Ordered after every kernel queued on the stream, then waited for.
+        DOPPIO_CUDA_CHECK(
+            cudaMemcpyAsync(cpu_ptr_, gpu_ptr_, size_, cudaMemcpyDeviceToHost, gpu_->stream()));
+        DOPPIO_CUDA_CHECK(cudaStreamSynchronize(gpu_->stream()));
+      }
+      head_ = Head::kSynced;
+#else
       LOG(FATAL) << "device memory requested in a build without CUDA";
+#endif
+      break;
   }
 }
 
@@ -60,5 +105,105 @@ void* SyncedMemory::mutable_cpu_data() {
   head_ = Head::kHost;
   return cpu_ptr_;
 }
+
+#ifdef DOPPIO_WITH_CUDA
+
+void SyncedMemory::AllocateHostCopy() {
+  if (host_pinned_) {
+    DOPPIO_CUDA_CHECK(
+        cudaHostAlloc(&cpu_ptr_, size_ == 0 ? kAlignment : size_, cudaHostAllocDefault));
+  } else {
+    cpu_ptr_ = AllocateHost(size_);
+  }
+}
+
+void SyncedMemory::Bind(GpuContext& gpu) {
+  if (!gpu_) {
+    gpu_ = gpu.shared_from_this();
+    return;
+  }
+  DOPPIO_ENSURE(gpu_.get() == &gpu)
+      << "a blob's device memory belongs to " << gpu_->Describe()
+      << "'s context, but another GPU context (" << gpu.Describe()
+      << ") accessed it; nets that share blobs or weights must share one GpuContext";
+}
+
+void SyncedMemory::ToGpu(GpuContext& gpu) {
+  Bind(gpu);
+  switch (head_) {
+    case Head::kUninitialized:
+      gpu_->MakeCurrent();
+      gpu_ptr_ = gpu_->allocator().Allocate(size_);
+      if (size_ > 0) DOPPIO_CUDA_CHECK(cudaMemsetAsync(gpu_ptr_, 0, size_, gpu_->stream()));
+      head_ = Head::kDevice;
+      break;
+    case Head::kHost:
+      gpu_->MakeCurrent();
+      if (gpu_ptr_ == nullptr) gpu_ptr_ = gpu_->allocator().Allocate(size_);
+      if (size_ > 0) {
+        DOPPIO_CUDA_CHECK(
+            cudaMemcpyAsync(gpu_ptr_, cpu_ptr_, size_, cudaMemcpyHostToDevice, gpu_->stream()));
+        // The host copy may be written as soon as we return (mutable_cpu_data).
+        DOPPIO_CUDA_CHECK(cudaStreamSynchronize(gpu_->stream()));
+      }
+      head_ = Head::kSynced;
+      break;
+    case Head::kDevice:
+    case Head::kSynced:
+      break;
+  }
+}
+
+const void* SyncedMemory::gpu_data(GpuContext& gpu) {
+  if (parent_) return static_cast<const char*>(parent_->gpu_data(gpu)) + offset_;
+  ToGpu(gpu);
+  return gpu_ptr_;
+}
+
+void* SyncedMemory::mutable_gpu_data(GpuContext& gpu) {
+  if (parent_) return static_cast<char*>(parent_->mutable_gpu_data(gpu)) + offset_;
+  ToGpu(gpu);
+  head_ = Head::kDevice;
+  return gpu_ptr_;
+}
+
+bool SyncedMemory::host_pinned() const { return parent_ ? parent_->host_pinned() : host_pinned_; }
+
+void SyncedMemory::PinHostMemory() {
+  if (parent_) {
+    parent_->PinHostMemory();
+    return;
+  }
+  if (host_pinned_) return;
+  if (cpu_ptr_ == nullptr) {
+    host_pinned_ = true;  // allocated pinned when first needed
+    return;
+  }
+  void* pinned = nullptr;
+  DOPPIO_CUDA_CHECK(cudaHostAlloc(&pinned, size_ == 0 ? kAlignment : size_, cudaHostAllocDefault));
+  std::memcpy(pinned, cpu_ptr_, size_);
+  std::free(cpu_ptr_);
+  cpu_ptr_ = pinned;
+  host_pinned_ = true;
+}
+
+void SyncedMemory::AsyncGpuPush(GpuContext& gpu, cudaStream_t stream) {
+  CHECK(parent_ == nullptr) << "AsyncGpuPush on a view";
+  CHECK(head_ == Head::kHost) << "AsyncGpuPush needs the newest data on the host";
+  Bind(gpu);
+  gpu_->MakeCurrent();
+  if (gpu_ptr_ == nullptr) {
+    gpu_ptr_ = gpu_->allocator().Allocate(size_);
+    // A block from the cache may still be read by kernels queued on the compute stream;
+    // `stream` is not ordered after them.
+    gpu_->Synchronize();
+  }
+  if (size_ > 0) {
+    DOPPIO_CUDA_CHECK(cudaMemcpyAsync(gpu_ptr_, cpu_ptr_, size_, cudaMemcpyHostToDevice, stream));
+  }
+  head_ = Head::kSynced;
+}
+
+#endif  // DOPPIO_WITH_CUDA
 
 }  // namespace doppio

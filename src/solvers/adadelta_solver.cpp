@@ -5,7 +5,8 @@
 namespace doppio {
 
 template <typename Dtype>
-AdaDeltaSolver<Dtype>::AdaDeltaSolver(const SolverParameter& param) : SGDSolver<Dtype>(param) {
+AdaDeltaSolver<Dtype>::AdaDeltaSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
+    : SGDSolver<Dtype>(param, std::move(gpu)) {
   // Second set: the running average of squared steps.
   this->AddHistorySet();
 }
@@ -18,26 +19,27 @@ void AdaDeltaSolver<Dtype>::ComputeUpdateValue(int param_id, Dtype rate) {
   const Dtype momentum = this->param_.momentum();
   const Dtype local_rate = rate * this->net_->params_lr()[param_id];
   const std::size_t num_params = this->net_->learnable_params().size();
-  Dtype* grad_history = this->history_[param_id]->mutable_cpu_data();
-  Dtype* step_history = this->history_[num_params + param_id]->mutable_cpu_data();
-  Dtype* update = this->update_.data();
-  Dtype* temp = this->temp_.data();
-  Dtype* diff = blob->mutable_cpu_diff();
+  const DeviceMath<Dtype> m = this->math();
+  Dtype* grad_history = m.mutable_data(this->history_[param_id].get());
+  Dtype* step_history = m.mutable_data(this->history_[num_params + param_id].get());
+  Dtype* update = m.mutable_data(&this->update_);
+  Dtype* temp = m.mutable_data(&this->temp_);
+  Dtype* diff = m.mutable_diff(blob);
   // E[g^2] = momentum * E[g^2] + (1 - momentum) * g^2
-  cpu_sqr<Dtype>(count, diff, update);
-  cpu_axpby<Dtype>(count, Dtype(1) - momentum, update, momentum, grad_history);
+  m.sqr(count, diff, update);
+  m.axpby(count, Dtype(1) - momentum, update, momentum, grad_history);
   // step = g * sqrt((E[dx^2] + delta) / (E[g^2] + delta))
-  cpu_copy<Dtype>(count, step_history, update);
-  cpu_add_scalar<Dtype>(count, delta, update);
-  cpu_copy<Dtype>(count, grad_history, temp);
-  cpu_add_scalar<Dtype>(count, delta, temp);
-  cpu_div<Dtype>(count, update, temp, update);
-  cpu_sqrt<Dtype>(count, update, update);
-  cpu_mul<Dtype>(count, diff, update, diff);
+  m.copy(count, step_history, update);
+  m.add_scalar(count, delta, update);
+  m.copy(count, grad_history, temp);
+  m.add_scalar(count, delta, temp);
+  m.div(count, update, temp, update);
+  m.sqrt(count, update, update);
+  m.mul(count, diff, update, diff);
   // E[dx^2] = momentum * E[dx^2] + (1 - momentum) * step^2, before the learning rate.
-  cpu_sqr<Dtype>(count, diff, update);
-  cpu_axpby<Dtype>(count, Dtype(1) - momentum, update, momentum, step_history);
-  cpu_scal<Dtype>(count, local_rate, diff);
+  m.sqr(count, diff, update);
+  m.axpby(count, Dtype(1) - momentum, update, momentum, step_history);
+  m.scal(count, local_rate, diff);
 }
 
 DOPPIO_INSTANTIATE_CLASS(AdaDeltaSolver);

@@ -7,7 +7,8 @@
 namespace doppio {
 
 template <typename Dtype>
-AdamSolver<Dtype>::AdamSolver(const SolverParameter& param) : SGDSolver<Dtype>(param) {
+AdamSolver<Dtype>::AdamSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
+    : SGDSolver<Dtype>(param, std::move(gpu)) {
   // Second set: the second moments (the first set holds the first moments).
   this->AddHistorySet();
 }
@@ -21,22 +22,23 @@ void AdamSolver<Dtype>::ComputeUpdateValue(int param_id, Dtype rate) {
   const Dtype beta2 = this->param_.momentum2();
   const Dtype eps_hat = this->param_.delta();
   const std::size_t num_params = this->net_->learnable_params().size();
-  Dtype* m = this->history_[param_id]->mutable_cpu_data();
-  Dtype* v = this->history_[num_params + param_id]->mutable_cpu_data();
-  Dtype* update = this->update_.data();
-  Dtype* diff = blob->mutable_cpu_diff();
+  const DeviceMath<Dtype> math = this->math();
+  Dtype* m = math.mutable_data(this->history_[param_id].get());
+  Dtype* v = math.mutable_data(this->history_[num_params + param_id].get());
+  Dtype* update = math.mutable_data(&this->update_);
+  Dtype* diff = math.mutable_diff(blob);
   const int t = this->iter_ + 1;
   const Dtype correction =
       std::sqrt(Dtype(1) - std::pow(beta2, t)) / (Dtype(1) - std::pow(beta1, t));
   // m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
-  cpu_axpby<Dtype>(count, Dtype(1) - beta1, diff, beta1, m);
-  cpu_sqr<Dtype>(count, diff, update);
-  cpu_axpby<Dtype>(count, Dtype(1) - beta2, update, beta2, v);
+  math.axpby(count, Dtype(1) - beta1, diff, beta1, m);
+  math.sqr(count, diff, update);
+  math.axpby(count, Dtype(1) - beta2, update, beta2, v);
   // step = local_rate * correction * m / (sqrt(v) + eps_hat)
-  cpu_sqrt<Dtype>(count, v, update);
-  cpu_add_scalar<Dtype>(count, eps_hat, update);
-  cpu_div<Dtype>(count, m, update, update);
-  cpu_scale<Dtype>(count, local_rate * correction, update, diff);
+  math.sqrt(count, v, update);
+  math.add_scalar(count, eps_hat, update);
+  math.div(count, m, update, update);
+  math.scale(count, local_rate * correction, update, diff);
 }
 
 DOPPIO_INSTANTIATE_CLASS(AdamSolver);

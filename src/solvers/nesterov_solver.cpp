@@ -10,15 +10,16 @@ void NesterovSolver<Dtype>::ComputeUpdateValue(int param_id, Dtype rate) {
   const int count = blob->count();
   const Dtype momentum = this->param_.momentum();
   const Dtype local_rate = rate * this->net_->params_lr()[param_id];
-  Dtype* history = this->history_[param_id]->mutable_cpu_data();
-  Dtype* previous = this->update_.data();
-  cpu_copy<Dtype>(count, history, previous);
+  const DeviceMath<Dtype> m = this->math();
+  Dtype* history = m.mutable_data(this->history_[param_id].get());
+  Dtype* previous = m.mutable_data(&this->update_);
+  m.copy(count, history, previous);
   // history = momentum * history + local_rate * gradient
-  cpu_axpby<Dtype>(count, local_rate, blob->cpu_diff(), momentum, history);
+  m.axpby(count, local_rate, m.diff(*blob), momentum, history);
   // step = (1 + momentum) * history - momentum * previous history
-  Dtype* diff = blob->mutable_cpu_diff();
-  cpu_scale<Dtype>(count, Dtype(1) + momentum, history, diff);
-  cpu_axpy<Dtype>(count, -momentum, previous, diff);
+  Dtype* diff = m.mutable_diff(blob);
+  m.scale(count, Dtype(1) + momentum, history, diff);
+  m.axpy(count, -momentum, previous, diff);
 }
 
 DOPPIO_INSTANTIATE_CLASS(NesterovSolver);

@@ -5,7 +5,8 @@
 namespace doppio {
 
 template <typename Dtype>
-RMSPropSolver<Dtype>::RMSPropSolver(const SolverParameter& param) : SGDSolver<Dtype>(param) {
+RMSPropSolver<Dtype>::RMSPropSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
+    : SGDSolver<Dtype>(param, std::move(gpu)) {
   DOPPIO_ENSURE(this->param_.momentum() == 0)
       << "solver: type RMSProp does not use momentum; set momentum: 0 (it is "
       << this->param_.momentum() << ")";
@@ -20,17 +21,18 @@ void RMSPropSolver<Dtype>::ComputeUpdateValue(int param_id, Dtype rate) {
   const Dtype delta = this->param_.delta();
   const Dtype rms_decay = this->param_.rms_decay();
   const Dtype local_rate = rate * this->net_->params_lr()[param_id];
-  Dtype* history = this->history_[param_id]->mutable_cpu_data();
-  Dtype* update = this->update_.data();
-  Dtype* diff = blob->mutable_cpu_diff();
+  const DeviceMath<Dtype> m = this->math();
+  Dtype* history = m.mutable_data(this->history_[param_id].get());
+  Dtype* update = m.mutable_data(&this->update_);
+  Dtype* diff = m.mutable_diff(blob);
   // history = rms_decay * history + (1 - rms_decay) * g^2
   // step = local_rate * g / (sqrt(history) + delta)
-  cpu_sqr<Dtype>(count, diff, update);
-  cpu_axpby<Dtype>(count, Dtype(1) - rms_decay, update, rms_decay, history);
-  cpu_sqrt<Dtype>(count, history, update);
-  cpu_add_scalar<Dtype>(count, delta, update);
-  cpu_div<Dtype>(count, diff, update, update);
-  cpu_scale<Dtype>(count, local_rate, update, diff);
+  m.sqr(count, diff, update);
+  m.axpby(count, Dtype(1) - rms_decay, update, rms_decay, history);
+  m.sqrt(count, history, update);
+  m.add_scalar(count, delta, update);
+  m.div(count, diff, update, update);
+  m.scale(count, local_rate, update, diff);
 }
 
 DOPPIO_INSTANTIATE_CLASS(RMSPropSolver);

@@ -10,21 +10,22 @@
 namespace doppio {
 
 template <typename Dtype>
-SGDSolver<Dtype>::SGDSolver(const SolverParameter& param) : Solver<Dtype>(param) {
+SGDSolver<Dtype>::SGDSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
+    : Solver<Dtype>(param, std::move(gpu)) {
   AddHistorySet();
-  std::size_t largest = 0;
-  for (const auto* blob : this->net_->learnable_params()) {
-    largest = std::max<std::size_t>(largest, blob->count());
-  }
-  temp_.resize(largest);
-  update_.resize(largest);
+  int largest = 0;
+  for (const auto* blob : this->net_->learnable_params())
+    largest = std::max(largest, blob->count());
+  temp_.Reshape(std::vector<int>{largest});
+  update_.Reshape(std::vector<int>{largest});
 }
 
 template <typename Dtype>
 void SGDSolver<Dtype>::AddHistorySet() {
   for (const auto* blob : this->net_->learnable_params()) {
     auto history = std::make_shared<Blob<Dtype>>(blob->shape());
-    cpu_set<Dtype>(history->count(), Dtype(0), history->mutable_cpu_data());
+    const DeviceMath<Dtype> m = math();
+    m.set(history->count(), Dtype(0), m.mutable_data(history.get()));
     history_.push_back(history);
   }
 }
@@ -66,7 +67,8 @@ void SGDSolver<Dtype>::Normalize(int param_id) {
   if (this->param_.iter_size() == 1) return;
   // The gradients of iter_size passes were summed; the update uses their mean.
   auto* blob = this->net_->learnable_params()[param_id];
-  cpu_scal<Dtype>(blob->count(), Dtype(1) / this->param_.iter_size(), blob->mutable_cpu_diff());
+  const DeviceMath<Dtype> m = math();
+  m.scal(blob->count(), Dtype(1) / this->param_.iter_size(), m.mutable_diff(blob));
 }
 
 template <typename Dtype>
@@ -77,11 +79,13 @@ void SGDSolver<Dtype>::Regularize(int param_id) {
   const Dtype local_decay = weight_decay * this->net_->params_weight_decay()[param_id];
   if (local_decay == 0) return;
   const int count = blob->count();
+  const DeviceMath<Dtype> m = math();
   if (this->param_.regularization_type() == "L2") {
-    cpu_axpy<Dtype>(count, local_decay, blob->cpu_data(), blob->mutable_cpu_diff());
+    m.axpy(count, local_decay, m.data(*blob), m.mutable_diff(blob));
   } else {
-    cpu_sign<Dtype>(count, blob->cpu_data(), temp_.data());
-    cpu_axpy<Dtype>(count, local_decay, temp_.data(), blob->mutable_cpu_diff());
+    Dtype* sign = m.mutable_data(&temp_);
+    m.sign(count, m.data(*blob), sign);
+    m.axpy(count, local_decay, sign, m.mutable_diff(blob));
   }
 }
 
@@ -90,10 +94,11 @@ void SGDSolver<Dtype>::ComputeUpdateValue(int param_id, Dtype rate) {
   auto* blob = this->net_->learnable_params()[param_id];
   const Dtype momentum = this->param_.momentum();
   const Dtype local_rate = rate * this->net_->params_lr()[param_id];
-  Dtype* history = history_[param_id]->mutable_cpu_data();
+  const DeviceMath<Dtype> m = math();
+  Dtype* history = m.mutable_data(history_[param_id].get());
   // history = local_rate * gradient + momentum * history; the step is the history.
-  cpu_axpby<Dtype>(blob->count(), local_rate, blob->cpu_diff(), momentum, history);
-  cpu_copy<Dtype>(blob->count(), history, blob->mutable_cpu_diff());
+  m.axpby(blob->count(), local_rate, m.diff(*blob), momentum, history);
+  m.copy(blob->count(), history, m.mutable_diff(blob));
 }
 
 template <typename Dtype>

@@ -43,7 +43,8 @@ std::string FormatDuration(double seconds) {
 }  // namespace
 
 template <typename Dtype>
-Solver<Dtype>::Solver(const SolverParameter& param) : param_(param) {
+Solver<Dtype>::Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
+    : param_(param), gpu_(std::move(gpu)) {
   UpgradeSolverType(&param_);
   CheckParameters();
   CheckSnapshotWritePermissions();
@@ -138,7 +139,7 @@ void Solver<Dtype>::InitTrainNet() {
   state.MergeFrom(net_param.state());
   state.MergeFrom(param_.train_state());
   *net_param.mutable_state() = state;
-  net_ = std::make_shared<Net<Dtype>>(net_param, seed_);
+  net_ = std::make_shared<Net<Dtype>>(net_param, seed_, gpu_);
   for (const std::string& weights : param_.weights()) LoadNetWeights(net_.get(), weights);
 }
 
@@ -198,7 +199,7 @@ void Solver<Dtype>::InitTestNets() {
     if (param_.test_state_size() > 0) state.MergeFrom(param_.test_state(i));
     *net_params[i].mutable_state() = state;
     LOG(INFO) << "Creating test net (#" << i << ") specified by " << sources[i];
-    test_nets_[i] = std::make_shared<Net<Dtype>>(net_params[i], DeriveSeed(seed_, i + 1));
+    test_nets_[i] = std::make_shared<Net<Dtype>>(net_params[i], DeriveSeed(seed_, i + 1), gpu_);
     for (const std::string& weights : param_.weights()) {
       LoadNetWeights(test_nets_[i].get(), weights);
     }
@@ -279,7 +280,14 @@ void Solver<Dtype>::Step(int iters) {
     for (auto& callbacks : callbacks_) {
       if (callbacks.on_gradients_ready) callbacks.on_gradients_ready();
     }
-    ApplyUpdate();
+    bool apply_update = true;
+    for (auto& callbacks : callbacks_) {
+      if (callbacks.apply_update && !callbacks.apply_update()) apply_update = false;
+    }
+    if (apply_update) ApplyUpdate();
+    for (auto& callbacks : callbacks_) {
+      if (callbacks.on_update_applied) callbacks.on_update_applied();
+    }
     // iter_ counts the updates applied so far.
     ++iter_;
 
@@ -395,8 +403,16 @@ void Solver<Dtype>::Test(int test_net_id) {
     LOG(INFO) << "Test interrupted.";
     return;
   }
-  if (param_.test_compute_loss() && test_iter > 0) {
-    loss /= test_iter;
+  std::vector<double> means(scores.size());
+  for (std::size_t i = 0; i < scores.size(); ++i) means[i] = scores[i] / test_iter;
+  const bool report_loss = param_.test_compute_loss() && test_iter > 0;
+  if (report_loss) means.push_back(loss / test_iter);
+  for (auto& callbacks : callbacks_) {
+    if (callbacks.on_test_scores) callbacks.on_test_scores(test_net_id, &means);
+  }
+  if (report_loss) {
+    loss = static_cast<Dtype>(means.back());
+    means.pop_back();
     LOG(INFO) << "Test loss: " << loss;
   }
   last_test_scores_.assign(scores.size(), 0);
@@ -404,7 +420,7 @@ void Solver<Dtype>::Test(int test_net_id) {
     const int blob_index = test_net->output_blob_indices()[score_output_ids[i]];
     const std::string& name = test_net->blob_names()[blob_index];
     const Dtype loss_weight = test_net->blob_loss_weights()[blob_index];
-    const Dtype mean_score = scores[i] / test_iter;
+    const Dtype mean_score = static_cast<Dtype>(means[i]);
     last_test_scores_[i] = mean_score;
     std::ostringstream loss_message;
     if (loss_weight) {
@@ -441,34 +457,50 @@ void Solver<Dtype>::Snapshot() {
 }
 
 template <typename Dtype>
-void Solver<Dtype>::Restore(const std::string& state_file) {
-  SolverState state;
-  ReadProtoFromBinaryFile(state_file, &state);
-  DOPPIO_ENSURE(state.has_learned_net() && state.has_iter())
+void Solver<Dtype>::ReadSnapshot(const std::string& state_file, SolverState* state,
+                                 NetParameter* weights, std::string* weights_file) {
+  ReadProtoFromBinaryFile(state_file, state);
+  DOPPIO_ENSURE(state->has_learned_net() && state->has_iter())
       << state_file
       << ": not a .solverstate (it has no iter or learned_net); to start from trained weights "
          "use --weights";
-  DOPPIO_ENSURE(state.iter() >= 0) << state_file << ": negative iter " << state.iter();
+  DOPPIO_ENSURE(state->iter() >= 0) << state_file << ": negative iter " << state->iter();
   // learned_net is the path the weights were written to; when the snapshot has moved, look
   // for the file next to the .solverstate.
-  std::string weights_file = state.learned_net();
-  if (!std::filesystem::exists(weights_file)) {
+  *weights_file = state->learned_net();
+  if (!std::filesystem::exists(*weights_file)) {
     std::filesystem::path beside = std::filesystem::path(state_file).parent_path() /
-                                   std::filesystem::path(weights_file).filename();
+                                   std::filesystem::path(*weights_file).filename();
     DOPPIO_ENSURE(std::filesystem::exists(beside))
-        << state_file << ": its weights file '" << weights_file << "' does not exist (nor does '"
+        << state_file << ": its weights file '" << *weights_file << "' does not exist (nor does '"
         << beside.string() << "')";
-    weights_file = beside.string();
+    *weights_file = beside.string();
   }
+  ReadProtoFromBinaryFile(*weights_file, weights);
+}
+
+template <typename Dtype>
+void Solver<Dtype>::Restore(const std::string& state_file) {
+  SolverState state;
   NetParameter weights;
-  ReadProtoFromBinaryFile(weights_file, &weights);
-  CheckWeightsMatchNet(*net_, weights, weights_file + " (learned_net of " + state_file + ")");
-  CheckSolverState(state, state_file);
+  std::string weights_file;
+  ReadSnapshot(state_file, &state, &weights, &weights_file);
+  RestoreFrom(state, weights, state_file, weights_file + " (learned_net of " + state_file + ")");
+}
+
+template <typename Dtype>
+void Solver<Dtype>::RestoreFrom(const SolverState& state, const NetParameter& weights,
+                                const std::string& state_origin,
+                                const std::string& weights_origin) {
+  DOPPIO_ENSURE(state.has_iter() && state.iter() >= 0)
+      << state_origin << ": no iteration count, or a negative one";
+  CheckWeightsMatchNet(*net_, weights, weights_origin);
+  CheckSolverState(state, state_origin);
   net_->CopyTrainedLayersFrom(weights);
   iter_ = state.iter();
   current_step_ = state.current_step();
   RestoreSolverState(state);
-  LOG(INFO) << "Restored solver state at iteration " << iter_ << " from " << state_file;
+  LOG(INFO) << "Restored solver state at iteration " << iter_ << " from " << state_origin;
 }
 
 DOPPIO_INSTANTIATE_CLASS(Solver);

@@ -56,7 +56,8 @@ std::vector<std::string> SolverRegistry<Dtype>::Types() {
 }
 
 template <typename Dtype>
-std::unique_ptr<Solver<Dtype>> SolverRegistry<Dtype>::CreateSolver(const SolverParameter& param) {
+std::unique_ptr<Solver<Dtype>> SolverRegistry<Dtype>::CreateSolver(
+    const SolverParameter& param, std::shared_ptr<GpuContext> gpu) {
   SolverParameter upgraded = param;
   UpgradeSolverType(&upgraded);
   auto it = Table().find(upgraded.type());
@@ -66,7 +67,7 @@ std::unique_ptr<Solver<Dtype>> SolverRegistry<Dtype>::CreateSolver(const SolverP
     DOPPIO_FAIL() << "solver: unknown solver type '" << upgraded.type()
                   << "'; known types:" << known.str();
   }
-  return it->second(upgraded);
+  return it->second(upgraded, std::move(gpu));
 }
 
 DOPPIO_INSTANTIATE_CLASS(SolverRegistry);

@@ -261,9 +261,12 @@ TYPED_TEST(NetTest, ArenaIsInBackwardOrderAndCallbacksFire) {
   EXPECT_EQ(net.learnable_params()[1]->cpu_data(), net.arena_data() + 2);
   std::vector<int> order;
   net.add_after_backward([&order](int layer) { order.push_back(layer); });
+  std::vector<int> forward_order;
+  net.add_after_forward([&forward_order](int layer) { forward_order.push_back(layer); });
   FillInputs(net, 1);
   net.ForwardBackward();
   EXPECT_EQ(order, (std::vector<int>{4, 3, 2, 1, 0}));
+  EXPECT_EQ(forward_order, (std::vector<int>{0, 1, 2, 3, 4}));
   // Update is one pass over the arena: data -= diff.
   std::vector<TypeParam> before(net.arena_data(), net.arena_data() + net.arena_count());
   net.Update();

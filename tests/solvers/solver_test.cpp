@@ -187,6 +187,36 @@ TYPED_TEST(SolverTest, CallbacksRunAroundEachUpdate) {
   EXPECT_NE(initial, Weights(*solver));
 }
 
+TYPED_TEST(SolverTest, ParallelHooksSkipUpdatesAndReplaceTestScores) {
+  auto solver = MakeSolver<TypeParam>(
+      LeastSquaresSolver("test_iter: 2 test_interval: 2 test_compute_loss: true"));
+  Solver<TypeParam>* raw = solver.get();
+  FillIterationData(*raw->test_nets()[0], 50);
+  std::vector<std::string> events;
+  std::vector<double> seen;
+  SolverCallbacks callbacks;
+  // Updates on odd iterations only.
+  callbacks.apply_update = [&] { return raw->iter() % 2 == 1; };
+  callbacks.on_update_applied = [&] { events.push_back("applied " + std::to_string(raw->iter())); };
+  callbacks.on_test_scores = [&](int id, std::vector<double>* means) {
+    EXPECT_EQ(id, 0);
+    seen = *means;
+    for (double& value : *means) value = 7.5;
+  };
+  solver->add_callbacks(callbacks);
+  const auto initial = Weights(*solver);
+  solver->Step(1);
+  EXPECT_EQ(Weights(*solver), initial);
+  solver->Step(1);
+  EXPECT_NE(Weights(*solver), initial);
+  EXPECT_EQ(events, (std::vector<std::string>{"applied 0", "applied 1"}));
+  // One output (the loss) plus the test loss; the replaced values are what is reported.
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], seen[1]);
+  ASSERT_EQ(solver->last_test_scores().size(), 1u);
+  EXPECT_EQ(solver->last_test_scores()[0], TypeParam(7.5));
+}
+
 TYPED_TEST(SolverTest, StopAndSnapshotRequests) {
   SolverParameter param = LeastSquaresSolver("snapshot_prefix: '" + this->dir_.path() + "/r'");
   param.set_max_iter(100);

@@ -37,6 +37,8 @@ class Child {
   Child(const std::vector<std::string>& args, const std::string& log,
         const std::map<std::string, std::string>& env = {})
       : log_(log) {
+    // Truncate before forking, so a reader never sees an earlier run's log as this one's.
+    WriteText(log, "");
     pid_ = fork();
     if (pid_ == 0) {
       const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

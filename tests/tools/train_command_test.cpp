@@ -196,7 +196,9 @@ TEST_F(TrainCommandTest, SigintAndSigtermStopWithASnapshotByDefault) {
     Child child(
         {"train",
          "--solver=" + Solver("max_iter: 100000000\ndisplay: 0\nsnapshot_after_train: true")},
-        Path("log.txt"));
+        // A fresh log per signal: the previous run's log would satisfy the wait below before
+        // this child has even started.
+        Path(std::string("log_") + std::to_string(signal_number) + ".txt"));
     ASSERT_TRUE(child.WaitUntil([&] {
       return child.Log().find("Starting Optimization") != std::string::npos;
     })) << child.Log();

@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace doppio {
 
@@ -12,13 +13,19 @@ struct Command {
   std::string summary;
   // Returns the process exit code; throws doppio::Error for user errors.
   std::function<int()> run;
+  // Whether the command takes positional arguments (e.g. `doppio classify a.png b.png`);
+  // they are in CommandArguments(). Other commands refuse them.
+  bool takes_arguments = false;
 };
 
 std::map<std::string, Command>& CommandTable();
+// The positional arguments after the command name (flags removed).
+std::vector<std::string>& CommandArguments();
 
 struct CommandRegisterer {
-  CommandRegisterer(const std::string& name, const std::string& summary, std::function<int()> run) {
-    CommandTable()[name] = Command{summary, std::move(run)};
+  CommandRegisterer(const std::string& name, const std::string& summary, std::function<int()> run,
+                    bool takes_arguments = false) {
+    CommandTable()[name] = Command{summary, std::move(run), takes_arguments};
   }
 };
 
@@ -26,3 +33,5 @@ struct CommandRegisterer {
 
 #define DOPPIO_REGISTER_COMMAND(name, summary, function) \
   static ::doppio::CommandRegisterer g_command_##name(#name, summary, function)
+#define DOPPIO_REGISTER_COMMAND_WITH_ARGUMENTS(name, summary, function) \
+  static ::doppio::CommandRegisterer g_command_##name(#name, summary, function, true)

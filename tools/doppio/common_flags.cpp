@@ -1,6 +1,10 @@
 #include "common_flags.hpp"
 
+#include <glog/logging.h>
+
 #include <cstdlib>
+
+#include "doppio/core/gpu_context.hpp"
 
 DEFINE_string(model, "", "The model definition (net prototxt).");
 DEFINE_int32(iterations, 50, "The number of iterations to run.");
@@ -11,6 +15,15 @@ DEFINE_string(weights, "",
               "by name). Cannot be combined with --snapshot.");
 DEFINE_int32(level, 0, "The level of the net state, for include/exclude rules.");
 DEFINE_string(stage, "", "Comma-separated stages of the net state, for include/exclude rules.");
+DEFINE_bool(tf32_conv, true,
+            "GPU: let float32 cuDNN convolutions use TF32 tensor cores (PyTorch's default too).");
+DEFINE_bool(tf32_gemm, false,
+            "GPU: let float32 cuBLAS matrix products use TF32 tensor cores (off, as PyTorch).");
+DEFINE_string(cudnn_algo, "heuristic",
+              "GPU: how cuDNN convolutions pick algorithms: 'heuristic' (cuDNN's heuristics) "
+              "or 'measure' (time each candidate once per input shape).");
+DEFINE_int32(cudnn_workspace_mb, 1024,
+             "GPU: the most scratch memory (MB) one cuDNN convolution may use.");
 
 namespace doppio {
 
@@ -56,6 +69,47 @@ std::vector<int> GpusFromFlag() {
     gpus.push_back(static_cast<int>(id));
   }
   return gpus;
+}
+
+namespace {
+// This process's rank among those on its node, from the MPI launcher (0 when not launched so).
+int LocalRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+                           "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return 0;
+}
+}  // namespace
+
+std::shared_ptr<GpuContext> GpuFromFlags() {
+  const std::vector<int> gpus = GpusFromFlag();
+  if (gpus.empty()) return nullptr;
+  GpuOptions options;
+  options.tf32_conv = FLAGS_tf32_conv;
+  options.tf32_gemm = FLAGS_tf32_gemm;
+  if (FLAGS_cudnn_algo == "heuristic") {
+    options.conv_algo = ConvAlgoSearch::kHeuristic;
+  } else if (FLAGS_cudnn_algo == "measure") {
+    options.conv_algo = ConvAlgoSearch::kMeasure;
+  } else {
+    DOPPIO_FAIL() << "--cudnn_algo must be 'heuristic' or 'measure', not '" << FLAGS_cudnn_algo
+                  << "'";
+  }
+  DOPPIO_ENSURE(FLAGS_cudnn_workspace_mb >= 0)
+      << "--cudnn_workspace_mb must be >= 0, not " << FLAGS_cudnn_workspace_mb;
+  options.conv_workspace_limit = static_cast<std::size_t>(FLAGS_cudnn_workspace_mb) << 20;
+  const int local_rank = LocalRank();
+  int device = 0;
+  if (gpus[0] == -1) {  // all: one GPU per local rank
+    const int count = GpuDeviceCount();
+    DOPPIO_ENSURE(count > 0) << "--gpu=all given, but " << GpuUnavailableReason()
+                             << "; run without --gpu to use the CPU";
+    device = local_rank % count;
+  } else {
+    device = gpus[local_rank % gpus.size()];
+  }
+  return GpuContext::Create(device, options);
 }
 
 }  // namespace doppio

@@ -3,6 +3,7 @@
 // Flags shared by several `doppio` commands (train, test, time, device_query).
 #include <gflags/gflags.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ DECLARE_string(gpu);
 DECLARE_string(weights);
 DECLARE_int32(level);
 DECLARE_string(stage);
+DECLARE_bool(tf32_conv);
+DECLARE_bool(tf32_gemm);
+DECLARE_string(cudnn_algo);
+DECLARE_int32(cudnn_workspace_mb);
 
 namespace doppio {
 
@@ -27,5 +32,12 @@ std::vector<std::string> SplitCommaList(const std::string& text);
 // The device ids named by --gpu ("0,1" or "all"); empty for the CPU. Error when --gpu is
 // given in a build without GPU support.
 std::vector<int> GpusFromFlag();
+
+class GpuContext;
+// The GPU this process runs on, from --gpu and the GPU option flags; null without --gpu. With
+// several devices listed (or "all"), the process takes the one at its local rank (from the
+// MPI launcher's environment), so that the ranks on a node spread over its GPUs. Error when
+// the device cannot be opened (no GPU on this machine, a bad id, no GPU support).
+std::shared_ptr<GpuContext> GpuFromFlags();
 
 }  // namespace doppio

@@ -16,6 +16,11 @@ std::map<std::string, Command>& CommandTable() {
   return table;
 }
 
+std::vector<std::string>& CommandArguments() {
+  static std::vector<std::string> arguments;
+  return arguments;
+}
+
 namespace {
 std::string Usage() {
   std::string usage =
@@ -60,11 +65,18 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   google::InstallFailureSignalHandler();
-  if (argc != 2 || doppio::CommandTable().count(argv[1]) == 0) {
+  if (argc < 2 || doppio::CommandTable().count(argv[1]) == 0) {
     if (argc >= 2) std::cerr << "doppio: unknown command '" << argv[1] << "'\n\n";
     std::cerr << doppio::Usage() << "\n";
     return argc == 1 ? 1 : 2;
   }
+  if (argc > 2 && !doppio::CommandTable()[argv[1]].takes_arguments) {
+    std::cerr << "doppio " << argv[1] << ": unexpected argument '" << argv[2]
+              << "' (flags are written --name=value)\n\n"
+              << doppio::Usage() << "\n";
+    return 2;
+  }
+  for (int i = 2; i < argc; ++i) doppio::CommandArguments().push_back(argv[i]);
   try {
     return doppio::CommandTable()[argv[1]].run();
   } catch (const doppio::Error& error) {

@@ -18,8 +18,7 @@ int Test() {
   DOPPIO_ENSURE(!FLAGS_model.empty()) << "test: --model is required (the net prototxt to score)";
   DOPPIO_ENSURE(!FLAGS_weights.empty()) << "test: --weights is required (the .caffemodel to score)";
   DOPPIO_ENSURE(FLAGS_iterations > 0) << "test: --iterations must be > 0, not " << FLAGS_iterations;
-  const std::vector<int> gpus = GpusFromFlag();
-  DOPPIO_ENSURE(gpus.empty()) << "test: --gpu is not supported by this command yet";
+  std::shared_ptr<GpuContext> gpu = GpuFromFlags();
 
   NetParameter net_param = ReadNetParamsFromTextFile(FLAGS_model);
   NetState* state = net_param.mutable_state();
@@ -27,7 +26,7 @@ int Test() {
   state->set_level(FLAGS_level);
   state->clear_stage();
   for (const std::string& stage : StagesFromFlag()) state->add_stage(stage);
-  Net<float> net(net_param);
+  Net<float> net(net_param, 1701, gpu);
   LoadNetWeights(&net, FLAGS_weights);
   LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
 

@@ -7,6 +7,7 @@
 
 #include "command.hpp"
 #include "common_flags.hpp"
+#include "doppio/core/gpu_context.hpp"
 #include "doppio/core/net.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
@@ -44,7 +45,14 @@ int TimeCommand() {
   param.mutable_state()->set_level(FLAGS_level);
   for (const auto& stage : StagesFromFlag()) param.mutable_state()->add_stage(stage);
   param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFlag());
-  Net<float> net(param);
+  std::shared_ptr<GpuContext> gpu = GpuFromFlags();
+  Net<float> net(param, 1701, gpu);
+  // GPU work is asynchronous: a layer's time is only known once its kernels have finished.
+  const auto finish = [&gpu] {
+#ifdef DOPPIO_WITH_CUDA
+    if (gpu) gpu->Synchronize();
+#endif
+  };
 
   LOG(INFO) << "Performing Forward";
   float initial_loss;
@@ -52,6 +60,7 @@ int TimeCommand() {
   LOG(INFO) << "Initial loss: " << initial_loss;
   LOG(INFO) << "Performing Backward";
   net.Backward();
+  finish();
 
   const auto& layers = net.layers();
   const auto& bottoms = net.bottom_vecs();
@@ -69,6 +78,7 @@ int TimeCommand() {
     for (std::size_t i = 0; i < layers.size(); ++i) {
       timer.Start();
       layers[i]->Forward(bottoms[i], tops[i]);
+      finish();
       forward_ms[i] += timer.MilliSeconds();
     }
     forward_total += iter_timer.MilliSeconds();
@@ -77,6 +87,7 @@ int TimeCommand() {
       if (!net.layer_need_backward()[i]) continue;
       timer.Start();
       layers[i]->Backward(tops[i], need_backward[i], bottoms[i]);
+      finish();
       backward_ms[i] += timer.MilliSeconds();
     }
     backward_total += backward_timer.MilliSeconds();
@@ -107,8 +118,13 @@ int TimeCommand() {
   }
   std::printf("%-28s %-18s %12.3f %12.3f %6.1f%%\n", "total", "", forward_total / n,
               backward_total / n, 100.0);
-  std::printf("Average Forward-Backward: %.3f ms (%d iterations, %d threads)\n", all,
-              FLAGS_iterations, FLAGS_threads);
+  if (gpu) {
+    std::printf("Average Forward-Backward: %.3f ms (%d iterations, %s)\n", all, FLAGS_iterations,
+                gpu->Describe().c_str());
+  } else {
+    std::printf("Average Forward-Backward: %.3f ms (%d iterations, %d threads)\n", all,
+                FLAGS_iterations, FLAGS_threads);
+  }
   return 0;
 }
 

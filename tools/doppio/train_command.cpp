@@ -1,14 +1,23 @@
 // doppio train: trains a net from a solver prototxt, from scratch, from trained weights
-// (fine-tuning) or from a snapshot.
+// (fine-tuning) or from a snapshot. Under an MPI launcher (`mpirun -np N doppio train ...`)
+// every rank trains on its own shard of the data and the ranks aggregate their gradients
+// (DESIGN section 5); without one it is the one-rank case.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "command.hpp"
 #include "common_flags.hpp"
+#include "doppio/parallel/distributed_solver.hpp"
+#include "doppio/parallel/mpi_communicator.hpp"
+#include "doppio/parallel/rank_logging.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/io.hpp"
+#include "doppio/util/math_functions.hpp"
 #include "doppio/util/signal_handler.hpp"
 
 DEFINE_string(solver, "", "The solver definition (solver prototxt). Required.");
@@ -20,6 +29,21 @@ DEFINE_string(sigint_effect, "stop",
 DEFINE_string(sighup_effect, "snapshot", "What SIGHUP does: stop, snapshot or none.");
 DEFINE_bool(allow_nonfinite_loss, false,
             "Go on training when the loss becomes NaN or infinite instead of stopping.");
+DEFINE_string(sync, "overlap",
+              "How MPI ranks combine gradients: overlap (allreduce gradient buckets while "
+              "backward runs), reduce_bcast (reduce to rank 0, update there, broadcast the "
+              "weights) or blocking (one allreduce after backward).");
+DEFINE_double(bucket_mb, 25, "Size of a gradient bucket in MB (the first is at most 256 KB).");
+DEFINE_double(comm_timeout, 600,
+              "Seconds a collective may stall before the job is aborted with the ranks that "
+              "did not arrive; 0 waits forever.");
+DEFINE_string(timeline, "",
+              "Write a Chrome trace (JSON: chrome://tracing, ui.perfetto.dev) of every rank's "
+              "layers and communication to this file.");
+DEFINE_bool(scale_lr, false, "Multiply base_lr by the number of MPI ranks (global batch).");
+DEFINE_int32(lr_warmup_iters, 0,
+             "Raise the learning rate linearly over this many iterations (from the one-rank "
+             "rate with --scale_lr, else from the solver's warmup_start_factor).");
 
 namespace doppio {
 namespace {
@@ -38,14 +62,34 @@ void UpgradeSnapshotPrefix(const std::string& solver_file, SolverParameter* para
   }
 }
 
-int Train() {
+// The communicator: MPI under a launcher (or with DOPPIO_MPI=1, MPI's singleton start),
+// else the one-rank communicator, which needs no MPI at all.
+std::shared_ptr<Communicator> MakeCommunicator() {
+  const char* forced = std::getenv("DOPPIO_MPI");
+  const bool use_mpi = forced != nullptr && *forced != '\0' ? std::string(forced) != "0"
+                                                            : MpiCommunicator::LaunchedByMpi();
+  if (use_mpi) return std::make_shared<MpiCommunicator>();
+  return std::make_shared<SelfCommunicator>();
+}
+
+// Reads and checks the flags and the solver file (the same on every rank).
+SolverParameter TrainingParameters(ParallelOptions* options) {
   DOPPIO_ENSURE(!FLAGS_solver.empty()) << "train: --solver is required (the solver prototxt)";
   DOPPIO_ENSURE(FLAGS_snapshot.empty() || FLAGS_weights.empty())
       << "train: give --snapshot to resume training or --weights to fine-tune, not both";
-  const SolverAction sigint_effect = ParseSolverAction(FLAGS_sigint_effect, "sigint_effect");
-  const SolverAction sighup_effect = ParseSolverAction(FLAGS_sighup_effect, "sighup_effect");
-  const std::vector<int> gpus = GpusFromFlag();
-  DOPPIO_ENSURE(gpus.empty()) << "train: --gpu is not supported by this command yet";
+  options->sync = ParseSyncMode(FLAGS_sync);
+  DOPPIO_ENSURE(FLAGS_bucket_mb > 0)
+      << "train: --bucket_mb must be positive, not " << FLAGS_bucket_mb;
+  DOPPIO_ENSURE(FLAGS_comm_timeout >= 0)
+      << "train: --comm_timeout must be >= 0 seconds, not " << FLAGS_comm_timeout;
+  DOPPIO_ENSURE(FLAGS_lr_warmup_iters >= 0)
+      << "train: --lr_warmup_iters must be >= 0, not " << FLAGS_lr_warmup_iters;
+  options->bucket_mb = FLAGS_bucket_mb;
+  options->timeline_file = FLAGS_timeline;
+  options->scale_lr = FLAGS_scale_lr;
+  options->lr_warmup_iters = FLAGS_lr_warmup_iters;
+  options->gpu = GpuFromFlags();
+  const std::shared_ptr<GpuContext>& gpu = options->gpu;
 
   SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
   UpgradeSnapshotPrefix(FLAGS_solver, &solver_param);
@@ -58,8 +102,12 @@ int Train() {
         << "train: --iterations must be >= 0, not " << FLAGS_iterations;
     solver_param.set_max_iter(FLAGS_iterations);
   }
-  if (solver_param.solver_mode() == SolverParameter::GPU) {
+  if (gpu) {
+    solver_param.set_solver_mode(SolverParameter::GPU);
+    solver_param.set_device_id(gpu->device());
+  } else if (solver_param.solver_mode() == SolverParameter::GPU) {
     LOG(INFO) << "solver_mode is GPU, but no --gpu was given: training on the CPU";
+    solver_param.set_solver_mode(SolverParameter::CPU);
   }
   // --snapshot restores the weights it names; --weights replaces the solver's own list.
   if (!FLAGS_snapshot.empty()) {
@@ -68,14 +116,71 @@ int Train() {
     solver_param.clear_weights();
     solver_param.add_weights(FLAGS_weights);
   }
+  return solver_param;
+}
+
+void TrainOnRanks(const std::shared_ptr<Communicator>& comm) {
+  const int size = comm->size();
+  if (size > 1 && std::getenv("OPENBLAS_NUM_THREADS") == nullptr &&
+      std::getenv("OMP_NUM_THREADS") == nullptr) {
+    // The node's cores are shared by its ranks.
+    const int cores = std::max(1u, std::thread::hardware_concurrency());
+    const int threads = std::max(1, cores / comm->local_size());
+    SetBlasThreads(threads);
+    LOG(INFO) << comm->local_size() << " ranks on this node share its " << cores
+              << " cores: " << threads << " BLAS thread" << (threads > 1 ? "s" : "")
+              << " per rank (OPENBLAS_NUM_THREADS overrides)";
+  }
+  // Flags and files are read on every rank; a rank that fails stops them all.
+  ParallelOptions options;
+  SolverParameter solver_param;
+  SolverAction sigint_effect = SolverAction::STOP, sighup_effect = SolverAction::SNAPSHOT;
+  bool ok = true;
+  std::string error;
+  try {
+    sigint_effect = ParseSolverAction(FLAGS_sigint_effect, "sigint_effect");
+    sighup_effect = ParseSolverAction(FLAGS_sighup_effect, "sighup_effect");
+    solver_param = TrainingParameters(&options);
+    // The gradient exchange works on host memory; on GPUs it needs the device-aware path
+    // (NCCL or staged MPI), which is not there yet.
+    DOPPIO_ENSURE(!options.gpu || size == 1)
+        << "train: --gpu with " << size << " MPI ranks is not supported yet (multi-GPU "
+        << "data-parallel training needs the device-aware gradient exchange); run one rank "
+        << "with --gpu, or the ranks on the CPU";
+  } catch (const Error& caught) {
+    ok = false;
+    error = caught.what();
+  }
+  AgreeOnFailure(*comm, ok, error, "start training");
 
   SignalHandler signal_handler(sigint_effect, sighup_effect);
-  std::unique_ptr<Solver<float>> solver = SolverRegistry<float>::CreateSolver(solver_param);
-  solver->SetActionFunction(signal_handler.GetActionFunction());
-  solver->set_allow_nonfinite_loss(FLAGS_allow_nonfinite_loss);
+  DistributedSolver<float> trainer(solver_param, comm, options);
+  trainer.SetActionFunction(signal_handler.GetActionFunction());
+  trainer.solver()->set_allow_nonfinite_loss(FLAGS_allow_nonfinite_loss);
   if (!FLAGS_snapshot.empty()) LOG(INFO) << "Resuming from " << FLAGS_snapshot;
   LOG(INFO) << "Starting Optimization";
-  solver->Solve(FLAGS_snapshot);
+  trainer.Solve(FLAGS_snapshot);
+}
+
+int Train() {
+  std::shared_ptr<Communicator> comm = MakeCommunicator();
+  SetUpRankLogging(comm->rank(), comm->size());
+  comm->set_timeout(FLAGS_comm_timeout);
+  try {
+    TrainOnRanks(comm);
+  } catch (const AgreedError& error) {
+    // Every rank stopped at the same point: end normally, with the error.
+    if (comm->size() == 1) throw;
+    LOG(ERROR) << error.what();
+    return 1;
+  } catch (const std::exception& error) {
+    if (comm->size() == 1) throw;
+    // The other ranks may be waiting in a collective: end the whole job now.
+    const bool user_error = dynamic_cast<const Error*>(&error) != nullptr;
+    LOG(ERROR) << "rank " << comm->rank() << ": " << (user_error ? "" : "internal error: ")
+               << error.what() << " (aborting all " << comm->size() << " ranks)";
+    comm->Abort(1);
+  }
   return 0;
 }
 

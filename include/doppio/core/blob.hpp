@@ -56,6 +56,13 @@ class Blob {
   const Dtype* cpu_diff() const;
   Dtype* mutable_cpu_data();
   Dtype* mutable_cpu_diff();
+#ifdef DOPPIO_WITH_CUDA
+  // Device copies on `gpu` (see SyncedMemory): the first access binds the buffer to it.
+  const Dtype* gpu_data(GpuContext& gpu) const;
+  const Dtype* gpu_diff(GpuContext& gpu) const;
+  Dtype* mutable_gpu_data(GpuContext& gpu);
+  Dtype* mutable_gpu_diff(GpuContext& gpu);
+#endif
 
   const std::shared_ptr<SyncedMemory>& data() const { return data_; }
   const std::shared_ptr<SyncedMemory>& diff() const { return diff_; }
@@ -66,7 +73,8 @@ class Blob {
   void SetDataMemory(std::shared_ptr<SyncedMemory> memory);
   void SetDiffMemory(std::shared_ptr<SyncedMemory> memory);
 
-  // data -= diff.
+  // data -= diff. This and the reductions and scalings below run on the device when the
+  // newest values are there (the memory's head), else on the host.
   void Update();
   Dtype asum_data() const;
   Dtype asum_diff() const;
@@ -75,7 +83,8 @@ class Blob {
   void scale_data(Dtype factor);
   void scale_diff(Dtype factor);
 
-  // Copies data (or diff); with reshape false the shapes must already agree.
+  // Copies data (or diff); with reshape false the shapes must already agree. A source whose
+  // newest values are on the device is copied device to device.
   void CopyFrom(const Blob& source, bool copy_diff = false, bool reshape = false);
   bool ShapeEquals(const BlobProto& other) const;
   // Reads a BlobProto (float or double data, N-d or legacy 4-d shape). With reshape false

@@ -6,6 +6,7 @@
 
 #include "doppio/core/blob.hpp"
 #include "doppio/core/common.hpp"
+#include "doppio/core/gpu_context.hpp"
 #include "doppio/util/rng.hpp"
 
 namespace doppio {
@@ -68,8 +69,18 @@ class Layer {
   }
   void set_param_propagate_down(int param_id, bool value);
 
+  // Where Forward and Backward run. GPU mode needs a GPU context (and a CUDA build); each
+  // layer's _gpu kernels then run on it, or, for a layer without them, its _cpu code on
+  // host copies of the blobs.
   Mode mode() const { return mode_; }
   void set_mode(Mode mode) { mode_ = mode; }
+  const std::shared_ptr<GpuContext>& gpu_context() const { return gpu_; }
+  void set_gpu_context(std::shared_ptr<GpuContext> gpu) { gpu_ = std::move(gpu); }
+  // GPU mode on `gpu`, or CPU mode when it is null.
+  void SetGpu(std::shared_ptr<GpuContext> gpu) {
+    mode_ = gpu ? Mode::GPU : Mode::CPU;
+    gpu_ = std::move(gpu);
+  }
   // Seeds the layer's own random stream (dropout masks, fillers, stochastic pooling).
   void set_seed(std::uint64_t seed) { rng_.Seed(seed); }
   Rng& rng() { return rng_; }
@@ -84,8 +95,25 @@ class Layer {
   virtual void Forward_cpu(const BlobVec& bottom, const BlobVec& top) = 0;
   virtual void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                             const BlobVec& bottom) = 0;
+#ifdef DOPPIO_WITH_CUDA
+  // Without device kernels a layer runs its CPU code; the blobs move to the host and back.
+  virtual void Forward_gpu(const BlobVec& bottom, const BlobVec& top) { Forward_cpu(bottom, top); }
+  virtual void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom) {
+    Backward_cpu(top, propagate_down, bottom);
+  }
+  // The context the _gpu code runs on (set whenever the layer is in GPU mode).
+  GpuContext& gpu() const { return *gpu_; }
+#endif
+  // Puts a layer this one runs internally (SoftmaxWithLoss's Softmax) on the same device.
+  void ShareDevice(Layer& inner) const {
+    inner.mode_ = mode_;
+    inner.gpu_ = gpu_;
+  }
 
   void CheckBlobCounts(const BlobVec& bottom, const BlobVec& top) const;
+  // Throws Error when the layer is in GPU mode without a context or without CUDA.
+  void CheckDevice() const;
   void SetLossWeights(const BlobVec& top);
 
   LayerParameter layer_param_;
@@ -94,6 +122,7 @@ class Layer {
   std::vector<bool> param_propagate_down_;
   std::vector<Dtype> loss_;
   Mode mode_ = Mode::CPU;
+  std::shared_ptr<GpuContext> gpu_;
   Rng rng_;
 };
 

@@ -24,9 +24,14 @@ class Net {
  public:
   // Called after layer `layer_id` finished its Backward (parallel gradient sync hooks here).
   using BackwardCallback = std::function<void(int layer_id)>;
+  // Called after layer `layer_id` finished its Forward (timelines hook here).
+  using ForwardCallback = std::function<void(int layer_id)>;
 
   // seed initialises the fillers and every layer's random stream (layer i gets its own).
-  explicit Net(const NetParameter& param, std::uint64_t seed = 1701);
+  // With a GPU context the net runs on that GPU (and cuDNN engines are chosen where they
+  // apply); without one, on the CPU.
+  explicit Net(const NetParameter& param, std::uint64_t seed = 1701,
+               std::shared_ptr<GpuContext> gpu = nullptr);
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
 
@@ -53,6 +58,10 @@ class Net {
 
   const std::string& name() const { return name_; }
   Phase phase() const { return phase_; }
+  Mode mode() const { return gpu_ ? Mode::GPU : Mode::CPU; }
+  const std::shared_ptr<GpuContext>& gpu_context() const { return gpu_; }
+  // Moves every layer to `gpu` (null: the CPU). Engines stay those chosen at construction.
+  void SetGpu(std::shared_ptr<GpuContext> gpu);
   const std::vector<std::string>& layer_names() const { return layer_names_; }
   const std::vector<std::string>& blob_names() const { return blob_names_; }
   const std::vector<std::shared_ptr<Blob<Dtype>>>& blobs() const { return blobs_; }
@@ -82,6 +91,13 @@ class Net {
   Dtype* mutable_arena_diff();
   const Dtype* arena_data() const;
   const Dtype* arena_diff() const;
+#ifdef DOPPIO_WITH_CUDA
+  // The arena on the net's GPU (GPU mode only).
+  Dtype* mutable_arena_gpu_data();
+  Dtype* mutable_arena_gpu_diff();
+  const Dtype* arena_gpu_data() const;
+  const Dtype* arena_gpu_diff() const;
+#endif
 
   const std::vector<Blob<Dtype>*>& input_blobs() const { return net_input_blobs_; }
   const std::vector<Blob<Dtype>*>& output_blobs() const { return net_output_blobs_; }
@@ -94,6 +110,9 @@ class Net {
 
   void add_after_backward(BackwardCallback callback) {
     after_backward_.push_back(std::move(callback));
+  }
+  void add_after_forward(ForwardCallback callback) {
+    after_forward_.push_back(std::move(callback));
   }
 
   // Bytes held by activations (data and diff of every blob) and by parameters.
@@ -118,6 +137,7 @@ class Net {
   std::string name_;
   Phase phase_;
   std::uint64_t seed_;
+  std::shared_ptr<GpuContext> gpu_;
   std::vector<std::shared_ptr<Layer<Dtype>>> layers_;
   std::vector<std::string> layer_names_;
   std::map<std::string, int> layer_index_;
@@ -151,6 +171,7 @@ class Net {
   std::shared_ptr<SyncedMemory> arena_data_;
   std::shared_ptr<SyncedMemory> arena_diff_;
   std::vector<BackwardCallback> after_backward_;
+  std::vector<ForwardCallback> after_forward_;
 };
 
 }  // namespace doppio

@@ -3,7 +3,13 @@
 #include <cstddef>
 #include <memory>
 
+#ifdef DOPPIO_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace doppio {
+
+class GpuContext;
 
 // One buffer that lives in host memory and, in a CUDA build, in device memory; copies are
 // made lazily on access. The head says where the newest bytes are.
@@ -11,6 +17,11 @@ namespace doppio {
 // A SyncedMemory may also be a view of a byte range inside another one (the parameter
 // arena): a view has no storage of its own and forwards every access to its parent, so the
 // whole arena moves between host and device as one piece.
+//
+// Device side (CUDA builds only): the first gpu_data / mutable_gpu_data binds the buffer to
+// that GpuContext; its device copy comes from the context's allocator and every transfer is
+// ordered on the context's compute stream (a transfer to the host waits for the kernels
+// queued before it). Using the buffer with another context afterwards is an Error.
 class SyncedMemory {
  public:
   enum class Head { kUninitialized, kHost, kDevice, kSynced };
@@ -27,13 +38,38 @@ class SyncedMemory {
   std::size_t size() const { return size_; }
   Head head() const;
   bool is_view() const { return parent_ != nullptr; }
+  // The context this buffer's device copy belongs to; null while it has none.
+  const std::shared_ptr<GpuContext>& gpu_context() const;
+
+#ifdef DOPPIO_WITH_CUDA
+  const void* gpu_data(GpuContext& gpu);
+  void* mutable_gpu_data(GpuContext& gpu);
+  // Page-locks the host copy (cudaHostAlloc), which makes transfers faster and lets them be
+  // asynchronous. Existing host contents are kept. For buffers uploaded every iteration.
+  void PinHostMemory();
+  bool host_pinned() const;
+  // Starts copying the host contents to the device on `stream` and returns without waiting;
+  // the head becomes synced. The caller must synchronise `stream` with the context's
+  // compute stream before the device copy is read, and must not write the host copy until
+  // the transfer is done. The host copy should be pinned (else the copy is synchronous).
+  void AsyncGpuPush(GpuContext& gpu, cudaStream_t stream);
+#endif
 
  private:
   void ToCpu();
+#ifdef DOPPIO_WITH_CUDA
+  void ToGpu(GpuContext& gpu);
+  void Bind(GpuContext& gpu);
+  void AllocateHostCopy();
+#endif
+  void FreeHostCopy();
 
   std::shared_ptr<SyncedMemory> parent_;
   std::size_t offset_ = 0;
   void* cpu_ptr_ = nullptr;
+  bool host_pinned_ = false;
+  void* gpu_ptr_ = nullptr;
+  std::shared_ptr<GpuContext> gpu_;
   std::size_t size_ = 0;
   Head head_ = Head::kUninitialized;
 };

@@ -31,6 +31,11 @@ class AccuracyLayer : public Layer<Dtype> {
   // Throws Error naming the layer when any gradient is requested.
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
   int top_k_ = 1;
   bool has_ignore_label_ = false;
@@ -40,6 +45,10 @@ class AccuracyLayer : public Layer<Dtype> {
   int inner_num_ = 0;
   // Per-class count of labelled positions, for the per-class top.
   std::vector<int> class_counts_;
+#ifdef DOPPIO_WITH_CUDA
+  // Forward_gpu's verdict per position: 1 correct, 0 wrong, -1 ignored, -2 invalid label.
+  std::shared_ptr<SyncedMemory> verdicts_gpu_;
+#endif
 };
 
 }  // namespace doppio

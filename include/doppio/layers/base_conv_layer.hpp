@@ -59,6 +59,16 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   void forward_cpu_bias(Dtype* output, const Dtype* bias);
   // bias += sum over positions of output, for one image.
   void backward_cpu_bias(Dtype* bias, const Dtype* output);
+#ifdef DOPPIO_WITH_CUDA
+  // The GPU kernels work on one image at a time (im2col + one GEMM per group) with dense
+  // column buffers; same directions as the CPU ones.
+  void forward_gpu_gemm(const Dtype* input, const Dtype* weights, Dtype* output);
+  void backward_gpu_gemm(const Dtype* output, const Dtype* weights, Dtype* input);
+  void weight_gpu_gemm(const Dtype* input, const Dtype* output, Dtype* weights);
+  // output += bias for all num_ images; bias += the sum over images and positions of output.
+  void forward_gpu_bias(Dtype* output, const Dtype* bias);
+  void backward_gpu_bias(Dtype* bias, const Dtype* output);
+#endif
   int images_per_gemm() const { return images_per_gemm_; }
 
   // Parameter gradients of a parallel backward pass: part 0 accumulates straight into the

@@ -32,6 +32,11 @@ class BatchNormLayer : public Layer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
   bool use_global_stats_ = false;
   Dtype moving_average_fraction_ = Dtype(0.999);
@@ -44,6 +49,14 @@ class BatchNormLayer : public Layer<Dtype> {
   std::vector<Dtype> sum_dy_;   // Backward scratch: per-channel sums of dy and dy * x_norm
   std::vector<Dtype> sum_dy_xnorm_;
   Blob<Dtype> x_norm_;  // the normalized output, kept for Backward (top may be overwritten)
+#ifdef DOPPIO_WITH_CUDA
+  // Per-channel device buffers of Forward_gpu / Backward_gpu: mean, 1 / sqrt(var + eps) (the
+  // variance before that), and Backward's two sums.
+  Blob<Dtype> mean_gpu_;
+  Blob<Dtype> inv_std_gpu_;
+  Blob<Dtype> sum_dy_gpu_;
+  Blob<Dtype> sum_dy_xnorm_gpu_;
+#endif
 };
 
 }  // namespace doppio

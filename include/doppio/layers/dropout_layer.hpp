@@ -27,6 +27,11 @@ class DropoutLayer : public NeuronLayer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
  private:
   Dtype ratio_ = 0.5;
@@ -35,6 +40,9 @@ class DropoutLayer : public NeuronLayer<Dtype> {
   Dtype train_scale_ = 1;
   Dtype test_scale_ = 1;
   std::vector<unsigned int> mask_;
+#ifdef DOPPIO_WITH_CUDA
+  std::shared_ptr<SyncedMemory> mask_gpu_;  // the device mask of the last TRAIN Forward_gpu
+#endif
 };
 
 }  // namespace doppio

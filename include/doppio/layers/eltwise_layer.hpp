@@ -25,6 +25,11 @@ class EltwiseLayer : public Layer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
  private:
   EltwiseParameter::EltwiseOp op_ = EltwiseParameter::SUM;
@@ -32,6 +37,9 @@ class EltwiseLayer : public Layer<Dtype> {
   bool stable_prod_grad_ = true;
   // MAX: index of the bottom that supplied each top element.
   std::vector<int> max_idx_;
+#ifdef DOPPIO_WITH_CUDA
+  std::shared_ptr<SyncedMemory> max_idx_gpu_;  // max_idx_ of Forward_gpu, on the device
+#endif
 };
 
 }  // namespace doppio

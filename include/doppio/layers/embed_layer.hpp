@@ -28,6 +28,11 @@ class EmbedLayer : public Layer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
  private:
   // Reads bottom value n as an index; throws Error if it is not an integer in range.
@@ -36,6 +41,9 @@ class EmbedLayer : public Layer<Dtype> {
   int num_output_ = 0;
   int input_dim_ = 0;
   bool bias_term_ = true;
+#ifdef DOPPIO_WITH_CUDA
+  std::shared_ptr<SyncedMemory> bad_index_;  // the first bottom element that is not an index
+#endif
 };
 
 }  // namespace doppio

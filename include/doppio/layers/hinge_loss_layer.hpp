@@ -22,9 +22,17 @@ class HingeLossLayer : public LossLayer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
   // The margins max(0, 1 - t x), kept for Backward.
   Blob<Dtype> margin_;
+#ifdef DOPPIO_WITH_CUDA
+  std::shared_ptr<SyncedMemory> bad_label_;  // the first sample with an invalid label
+#endif
 };
 
 }  // namespace doppio

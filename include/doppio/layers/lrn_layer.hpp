@@ -29,8 +29,13 @@ class LRNLayer : public Layer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
- private:
+ protected:  // the cuDNN engine derives from this class
   // Work space for one image; Forward and Backward split the batch over the thread pool, and
   // every part has its own.
   struct Work {
@@ -64,6 +69,9 @@ class LRNLayer : public Layer<Dtype> {
   // Work spaces, one after the other: per part, the sizes below.
   std::vector<Dtype> work_;
   size_t plane_size_ = 0, image_size_ = 0, row_size_ = 0, work_size_ = 0;
+#ifdef DOPPIO_WITH_CUDA
+  Blob<Dtype> ratio_gpu_;  // WITHIN_CHANNEL Backward_gpu: top_diff * top / scale
+#endif
 };
 
 }  // namespace doppio

@@ -27,10 +27,19 @@ class NeuronLayer : public Layer<Dtype> {
   // The input the last Forward saw: the kept copy when one was made, else the bottom's data
   // (which in place is the top's data, enough for layers that can read the sign from it).
   const Dtype* ForwardInput(const Blob<Dtype>& bottom) const;
+#ifdef DOPPIO_WITH_CUDA
+  // The same two for Forward_gpu / Backward_gpu, with the copy on the device.
+  void KeepInputIfInPlace_gpu(const Blob<Dtype>& bottom, const Blob<Dtype>& top);
+  const Dtype* ForwardInput_gpu(const Blob<Dtype>& bottom);
+#endif
 
  private:
   std::vector<Dtype> input_copy_;
   bool input_kept_ = false;
+#ifdef DOPPIO_WITH_CUDA
+  Blob<Dtype> input_copy_gpu_;
+  bool input_kept_gpu_ = false;
+#endif
 };
 
 }  // namespace doppio

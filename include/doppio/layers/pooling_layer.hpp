@@ -30,8 +30,13 @@ class PoolingLayer : public Layer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
- private:
+ protected:  // the cuDNN engine derives from this class
   // One plane each; `part` picks the thread's scratch (see ForPlanes).
   void ForwardMax(const Dtype* in, Dtype* out, int* mask, Dtype* top_mask, int part);
   void MaxRowSse2(const float* in, int ph, float* out, int* index, float* scratch) const;
@@ -63,6 +68,10 @@ class PoolingLayer : public Layer<Dtype> {
   // Runs fn(plane, part) for every (image, channel) plane, split over the thread pool.
   template <typename Fn>
   void ForPlanes(const Fn& fn);
+#ifdef DOPPIO_WITH_CUDA
+  std::shared_ptr<SyncedMemory> index_gpu_;  // index_ of Forward_gpu, on the device
+  Blob<Dtype> rand_gpu_;                     // STOCHASTIC TRAIN: one uniform draw per output
+#endif
 };
 
 }  // namespace doppio

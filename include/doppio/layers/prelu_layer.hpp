@@ -23,10 +23,18 @@ class PReLULayer : public NeuronLayer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
  private:
   bool channel_shared_ = false;
   int channels_ = 0;
+#ifdef DOPPIO_WITH_CUDA
+  Blob<Dtype> channel_sums_;  // per-channel slope gradients before a shared slope adds them
+#endif
 };
 
 }  // namespace doppio

@@ -20,8 +20,13 @@ class ReLULayer : public NeuronLayer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
- private:
+ protected:  // the cuDNN engine derives from this class
   Dtype negative_slope_ = 0;
 };
 

@@ -26,6 +26,11 @@ class SigmoidCrossEntropyLossLayer : public LossLayer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
   bool IsIgnored(Dtype target) const {
     return has_ignore_label_ && static_cast<int>(target) == ignore_label_;
@@ -36,6 +41,10 @@ class SigmoidCrossEntropyLossLayer : public LossLayer<Dtype> {
   LossParameter::NormalizationMode normalization_ = LossParameter::BATCH_SIZE;
   int outer_num_ = 0;
   int inner_num_ = 0;
+#ifdef DOPPIO_WITH_CUDA
+  Blob<Dtype> loss_buffer_;   // per-element loss for the device reduction
+  Blob<Dtype> count_buffer_;  // 1 where the target is not ignored
+#endif
 };
 
 }  // namespace doppio

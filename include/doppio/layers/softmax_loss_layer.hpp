@@ -29,6 +29,11 @@ class SoftmaxWithLossLayer : public LossLayer<Dtype> {
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
 
   // Reads the label at (i, j) and throws Error naming the layer when it is neither the
   // ignore label nor a valid class; returns -1 for an ignored position.
@@ -45,6 +50,13 @@ class SoftmaxWithLossLayer : public LossLayer<Dtype> {
   int channels_ = 0;
   int outer_num_ = 0;
   int inner_num_ = 0;
+#ifdef DOPPIO_WITH_CUDA
+  // Per-position loss and validity (1 or 0) for the device reductions, and the first
+  // invalid label's index.
+  Blob<Dtype> loss_buffer_;
+  Blob<Dtype> count_buffer_;
+  std::shared_ptr<SyncedMemory> bad_label_;
+#endif
 };
 
 }  // namespace doppio

@@ -5,17 +5,19 @@
 #include <vector>
 
 #include "doppio/solvers/solver.hpp"
+#include "doppio/util/device_math.hpp"
 
 namespace doppio {
 
 // Stochastic gradient descent with momentum, and the base of the adaptive methods. Per
 // iteration: learning rate from the policy, clip_gradients (global L2 norm), division by
 // iter_size, L1/L2 weight decay scaled by each parameter's decay_mult, the method's update
-// (scaled by each parameter's lr_mult), then data -= diff.
+// (scaled by each parameter's lr_mult), then data -= diff. The update runs where the net does:
+// on its GPU when it has one (see Solver), else on the host.
 template <typename Dtype>
 class SGDSolver : public Solver<Dtype> {
  public:
-  explicit SGDSolver(const SolverParameter& param);
+  explicit SGDSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
   const char* type() const override { return "SGD"; }
   const std::vector<std::shared_ptr<Blob<Dtype>>>& history() const { return history_; }
 
@@ -35,16 +37,20 @@ class SGDSolver : public Solver<Dtype> {
 
   // history_[k * n + i] is the k-th state blob of learnable parameter i (n parameters).
   std::vector<std::shared_ptr<Blob<Dtype>>> history_;
-  // Scratch of the largest parameter's size.
-  std::vector<Dtype> temp_;
-  std::vector<Dtype> update_;
+  // The math and blob access on the side the net runs on.
+  DeviceMath<Dtype> math() const { return DeviceMath<Dtype>(this->net_->gpu_context().get()); }
+
+  // Scratch of the largest parameter's size, on either side.
+  Blob<Dtype> temp_;
+  Blob<Dtype> update_;
 };
 
 // Nesterov's accelerated gradient (Sutskever's formulation, as in Caffe).
 template <typename Dtype>
 class NesterovSolver : public SGDSolver<Dtype> {
  public:
-  explicit NesterovSolver(const SolverParameter& param) : SGDSolver<Dtype>(param) {}
+  explicit NesterovSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr)
+      : SGDSolver<Dtype>(param, std::move(gpu)) {}
   const char* type() const override { return "Nesterov"; }
 
  protected:
@@ -54,7 +60,7 @@ class NesterovSolver : public SGDSolver<Dtype> {
 template <typename Dtype>
 class AdaGradSolver : public SGDSolver<Dtype> {
  public:
-  explicit AdaGradSolver(const SolverParameter& param);
+  explicit AdaGradSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
   const char* type() const override { return "AdaGrad"; }
 
  protected:
@@ -64,7 +70,7 @@ class AdaGradSolver : public SGDSolver<Dtype> {
 template <typename Dtype>
 class RMSPropSolver : public SGDSolver<Dtype> {
  public:
-  explicit RMSPropSolver(const SolverParameter& param);
+  explicit RMSPropSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
   const char* type() const override { return "RMSProp"; }
 
  protected:
@@ -75,7 +81,7 @@ class RMSPropSolver : public SGDSolver<Dtype> {
 template <typename Dtype>
 class AdaDeltaSolver : public SGDSolver<Dtype> {
  public:
-  explicit AdaDeltaSolver(const SolverParameter& param);
+  explicit AdaDeltaSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
   const char* type() const override { return "AdaDelta"; }
 
  protected:
@@ -86,7 +92,7 @@ class AdaDeltaSolver : public SGDSolver<Dtype> {
 template <typename Dtype>
 class AdamSolver : public SGDSolver<Dtype> {
  public:
-  explicit AdamSolver(const SolverParameter& param);
+  explicit AdamSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
   const char* type() const override { return "Adam"; }
 
  protected:

@@ -18,6 +18,15 @@ namespace doppio {
 struct SolverCallbacks {
   std::function<void()> on_start;
   std::function<void()> on_gradients_ready;
+  // Whether this replica applies the update itself; a trainer whose root rank updates and
+  // then broadcasts the weights answers false on the other ranks. Unset: apply.
+  std::function<bool()> apply_update;
+  // Runs after ApplyUpdate (or where it would have run), before the iteration count advances.
+  std::function<void()> on_update_applied;
+  // Receives test net `test_net_id`'s mean outputs over this replica's test_iter batches,
+  // followed by the mean test loss when test_compute_loss, before they are logged; may
+  // replace them (a parallel trainer puts in the means over every rank's batches).
+  std::function<void(int test_net_id, std::vector<double>* means)> on_test_scores;
 };
 
 // Owns the training net and the test nets and runs the optimisation loop. Subclasses supply
@@ -30,7 +39,9 @@ template <typename Dtype>
 class Solver {
  public:
   // Builds the nets; throws Error for an inconsistent SolverParameter or unreadable files.
-  explicit Solver(const SolverParameter& param);
+  // With a GPU context the nets and the updates run on that GPU (the caller picks the device;
+  // solver_mode and device_id are the tools' business); without one, on the CPU.
+  explicit Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
   virtual ~Solver() = default;
   Solver(const Solver&) = delete;
   Solver& operator=(const Solver&) = delete;
@@ -43,12 +54,21 @@ class Solver {
   // Loads a .solverstate and the weights it names. Throws Error, changing nothing, when the
   // file is not a solver state or was written for a different net or solver.
   void Restore(const std::string& state_file);
+  // Restore's two halves, for a trainer whose root rank reads the files and sends them on:
+  // ReadSnapshot reads a .solverstate and the weights it names (looked for beside the state
+  // file when they have moved), throwing Error naming the file; RestoreFrom checks them
+  // against this solver's net and method (Error naming the origins) and installs them.
+  static void ReadSnapshot(const std::string& state_file, SolverState* state, NetParameter* weights,
+                           std::string* weights_file);
+  void RestoreFrom(const SolverState& state, const NetParameter& weights,
+                   const std::string& state_origin, const std::string& weights_origin);
   // Writes <prefix>_iter_<N>.caffemodel and .solverstate, each atomically.
   void Snapshot();
 
   const SolverParameter& param() const { return param_; }
   const std::shared_ptr<Net<Dtype>>& net() const { return net_; }
   const std::vector<std::shared_ptr<Net<Dtype>>>& test_nets() const { return test_nets_; }
+  const std::shared_ptr<GpuContext>& gpu_context() const { return gpu_; }
   int iter() const { return iter_; }
   int current_step() const { return current_step_; }
   Dtype smoothed_loss() const { return smoothed_loss_; }
@@ -82,6 +102,7 @@ class Solver {
   bool display_now() const { return param_.display() && iter_ % param_.display() == 0; }
 
   SolverParameter param_;
+  std::shared_ptr<GpuContext> gpu_;
   std::shared_ptr<Net<Dtype>> net_;
   std::vector<std::shared_ptr<Net<Dtype>>> test_nets_;
   int iter_ = 0;

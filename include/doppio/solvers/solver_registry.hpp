@@ -15,12 +15,14 @@ namespace doppio {
 template <typename Dtype>
 class SolverRegistry {
  public:
-  using Creator = std::function<std::unique_ptr<Solver<Dtype>>(const SolverParameter&)>;
+  using Creator = std::function<std::unique_ptr<Solver<Dtype>>(const SolverParameter&,
+                                                               std::shared_ptr<GpuContext>)>;
 
   static void AddCreator(const std::string& type, Creator creator);
   // Upgrades the legacy solver_type enum, then creates the solver. Throws Error naming the
-  // type when it is unknown.
-  static std::unique_ptr<Solver<Dtype>> CreateSolver(const SolverParameter& param);
+  // type when it is unknown. With a GPU context the solver runs on that GPU.
+  static std::unique_ptr<Solver<Dtype>> CreateSolver(const SolverParameter& param,
+                                                     std::shared_ptr<GpuContext> gpu = nullptr);
   static std::vector<std::string> Types();
 
  private:
@@ -40,12 +42,12 @@ struct SolverRegisterer {
 }  // namespace doppio
 
 // REGISTER_SOLVER_CLASS(Adam) registers AdamSolver under type "Adam".
-#define REGISTER_SOLVER_CLASS(type)                                                    \
-  static ::doppio::SolverRegisterer<float> g_solver_##type##_f(                        \
-      #type, [](const ::doppio::SolverParameter& p) {                                  \
-        return std::unique_ptr<::doppio::Solver<float>>(new type##Solver<float>(p));   \
-      });                                                                              \
-  static ::doppio::SolverRegisterer<double> g_solver_##type##_d(                       \
-      #type, [](const ::doppio::SolverParameter& p) {                                  \
-        return std::unique_ptr<::doppio::Solver<double>>(new type##Solver<double>(p)); \
+#define REGISTER_SOLVER_CLASS(type)                                                            \
+  static ::doppio::SolverRegisterer<float> g_solver_##type##_f(                                \
+      #type, [](const ::doppio::SolverParameter& p, std::shared_ptr<::doppio::GpuContext> g) { \
+        return std::unique_ptr<::doppio::Solver<float>>(new type##Solver<float>(p, g));        \
+      });                                                                                      \
+  static ::doppio::SolverRegisterer<double> g_solver_##type##_d(                               \
+      #type, [](const ::doppio::SolverParameter& p, std::shared_ptr<::doppio::GpuContext> g) { \
+        return std::unique_ptr<::doppio::Solver<double>>(new type##Solver<double>(p, g));      \
       })

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Data-parallel training across hosts: time per iteration, exposed communication and
+scaling efficiency of `doppio train` on 1, 2 and 4 hosts of a namespace cluster
+(scripts/cluster.sh), with unlimited, 10 Gbit/s and 1 Gbit/s links, for each --sync mode and
+two bucket sizes, as one table.
+
+Every run is `doppio train` with a --timeline; the numbers come from the timeline, over the
+iterations after the warm-up:
+  ms/iter      wall time per iteration on rank 0 (from one update's end to the next)
+  comm ms      time per iteration during which some gradient communication was in flight
+               (mean over ranks)
+  exposed ms   time per iteration the compute thread sat waiting for communication (mean
+               over ranks): the part of `comm ms` that backward did not hide
+  hidden %     1 - exposed / comm (0 when the waits, which include a bucket's time in the
+               queue, exceed comm)
+  img/s        global images per second (ranks x per-rank batch / time per iteration)
+  eff %        weak-scaling efficiency: ms/iter on 1 host / ms/iter on N hosts (per-rank
+               batch fixed)
+  eff/CPU %    the same against what N hosts could do on this machine's cores: on C cores,
+               N > C hosts are N/C times slower before any communication; this column takes
+               that out, leaving the cost of communication and synchronisation
+
+Needs root (network namespaces), build/tools/doppio and build/tests/cluster/
+doppio_cluster_helper (it makes the generated LMDBs). Every rank uses one BLAS thread.
+
+    bench/cluster_scaling.py [--models lenet,cifar10_quick,alexnet] [--hosts 1,2,4]
+        [--rates unlimited,10gbit,1gbit] [--syncs overlap,reduce_bcast,blocking]
+        [--buckets 0.25,25] [--markdown FILE]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Per-rank batch (AlexNet: a small one), input shape, warm-up and measured iterations.
+MODELS = {
+    "lenet": dict(batch=64, shape=(1, 28, 28), warmup=4, measure=16),
+    "cifar10_quick": dict(batch=100, shape=(3, 32, 32), warmup=2, measure=8),
+    "alexnet": dict(batch=4, shape=(3, 227, 227), warmup=1, measure=2),
+}
+CLUSTER = "dpbench"
+
+
+def log(message):
+    print(f"[cluster_scaling {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def cluster_sh(*args):
+    env = dict(os.environ, DOPPIO_CLUSTER=CLUSTER)
+    result = subprocess.run([os.path.join(ROOT, "scripts", "cluster.sh"), *args], env=env,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"cluster.sh {' '.join(args)}: {result.stderr.strip()}")
+    return result
+
+
+def write_net(model, data, batch, path):
+    """models/<model>/train_val.prototxt reading the generated LMDBs, `batch` per rank."""
+    with open(os.path.join(ROOT, "models", model, "train_val.prototxt")) as f:
+        text = f.read()
+    # Split at the top-level layers; rewrite the Data layers' source, mean and batch.
+    parts = re.split(r"(?m)^(?=layer \{)", text)
+    out = []
+    for part in parts:
+        if re.search(r'type: "Data"', part):
+            train = "phase: TRAIN" in part
+            part = re.sub(r'source: "[^"]*"',
+                          f'source: "{data}/{"train" if train else "test"}_lmdb"', part)
+            part = re.sub(r'mean_file: "[^"]*"', "mean_value: 128", part)
+            part = re.sub(r"batch_size: \d+", f"batch_size: {batch if train else 2}", part)
+        out.append(part)
+    with open(path, "w") as f:
+        f.write("".join(out))
+
+
+def write_solver(net, max_iter, path):
+    with open(path, "w") as f:
+        f.write(f"""net: "{net}"
+test_iter: 4
+test_interval: 1000000
+test_initialization: false
+base_lr: 0.001
+momentum: 0.9
+weight_decay: 0.0005
+lr_policy: "fixed"
+display: 1000
+max_iter: {max_iter}
+snapshot_after_train: false
+solver_mode: CPU
+random_seed: 7
+""")
+
+
+def union_length(spans, lo, hi):
+    """Length of the union of [start, end) spans clipped to [lo, hi)."""
+    clipped = sorted((max(s, lo), min(e, hi)) for s, e in spans if e > lo and s < hi)
+    total, current_start, current_end = 0.0, None, None
+    for s, e in clipped:
+        if current_end is None or s > current_end:
+            if current_end is not None:
+                total += current_end - current_start
+            current_start, current_end = s, e
+        else:
+            current_end = max(current_end, e)
+    if current_end is not None:
+        total += current_end - current_start
+    return total
+
+
+def analyse(timeline_path, warmup, measure):
+    with open(timeline_path) as f:
+        events = json.load(f)["traceEvents"]
+    spans = [e for e in events if e.get("ph") == "X"]
+    ranks = sorted({e["pid"] for e in spans})
+    # Iterations end with the update on rank 0 (reduce_bcast: rank 0 alone updates).
+    updates = sorted(e["ts"] + e["dur"] for e in spans if e["pid"] == 0 and e["cat"] == "update")
+    if len(updates) < warmup + measure:
+        raise RuntimeError(f"{timeline_path}: {len(updates)} updates, expected "
+                           f"{warmup + measure}")
+    lo, hi = updates[warmup - 1], updates[warmup + measure - 1]
+    iteration = (hi - lo) / measure
+    waits, comms, sent = [], [], []
+    for rank in ranks:
+        mine = [e for e in spans if e["pid"] == rank]
+        waits.append(union_length([(e["ts"], e["ts"] + e["dur"]) for e in mine
+                                   if e["cat"] == "wait"], lo, hi) / measure)
+        comms.append(union_length([(e["ts"], e["ts"] + e["dur"]) for e in mine
+                                   if e["cat"] == "communication"], lo, hi) / measure)
+    exposed = sum(waits) / len(waits)
+    comm = sum(comms) / len(comms)
+    return dict(ms=iteration / 1e3, exposed=exposed / 1e3, comm=comm / 1e3, ranks=len(ranks))
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.doppio = os.path.join(args.build, "tools", "doppio")
+        self.helper = os.path.join(args.build, "tests", "cluster", "doppio_cluster_helper")
+        for path in (self.doppio, self.helper):
+            if not os.access(path, os.X_OK):
+                sys.exit(f"cluster_scaling: {path} not built")
+        self.work = tempfile.mkdtemp(prefix="cluster_scaling.")
+        self.env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+                        GLOG_logtostderr="1", GLOG_minloglevel="1", DOPPIO_CLUSTER=CLUSTER)
+        self.hosts_up = None
+
+    def prepare(self, model):
+        spec = MODELS[model]
+        data = os.path.join(self.work, model)
+        max_hosts = max(self.args.hosts)
+        records = spec["batch"] * max_hosts * 4
+        subprocess.run([self.helper, "make-data", data, str(records), "16",
+                        *map(str, spec["shape"])], check=True, capture_output=True)
+        net = os.path.join(self.work, f"{model}.prototxt")
+        write_net(model, data, spec["batch"], net)
+        solver = os.path.join(self.work, f"{model}_solver.prototxt")
+        write_solver(net, spec["warmup"] + spec["measure"], solver)
+        return solver
+
+    def cluster(self, hosts, rate):
+        if self.hosts_up != (hosts, rate):
+            cluster_sh("up", str(hosts), "--rate", rate)
+            self.hosts_up = (hosts, rate)
+
+    def run(self, model, solver, hosts, rate, sync, bucket):
+        spec = MODELS[model]
+        timeline = os.path.join(self.work, "timeline.json")
+        if os.path.exists(timeline):
+            os.remove(timeline)
+        train = [self.doppio, "train", f"--solver={solver}", f"--timeline={timeline}",
+                 "--allow_nonfinite_loss", "--comm_timeout=300"]
+        if hosts == 1:
+            command = train
+        else:
+            self.cluster(hosts, rate)
+            command = [os.path.join(ROOT, "scripts", "cluster.sh"), "run", "-np", str(hosts),
+                       *train, f"--sync={sync}", f"--bucket_mb={bucket}"]
+        start = time.monotonic()
+        result = subprocess.run(command, env=self.env, capture_output=True, text=True,
+                                timeout=self.args.timeout)
+        wall = time.monotonic() - start
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed ({result.returncode}):\n"
+                               f"{(result.stdout + result.stderr)[-3000:]}")
+        stats = analyse(timeline, spec["warmup"], spec["measure"])
+        stats["wall"] = wall
+        return stats
+
+    def cleanup(self):
+        try:
+            cluster_sh("down")
+        finally:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--models", default="lenet,cifar10_quick,alexnet")
+    parser.add_argument("--hosts", default="1,2,4")
+    parser.add_argument("--rates", default="unlimited,10gbit,1gbit")
+    parser.add_argument("--syncs", default="overlap,reduce_bcast,blocking")
+    parser.add_argument("--buckets", default="0.25,25", help="--bucket_mb values (MB)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
+    parser.add_argument("--markdown", help="also write the table to this file")
+    args = parser.parse_args()
+    args.models = args.models.split(",")
+    args.hosts = [int(h) for h in args.hosts.split(",")]
+    args.rates = args.rates.split(",")
+    args.syncs = args.syncs.split(",")
+    args.buckets = [float(b) for b in args.buckets.split(",")]
+    for model in args.models:
+        if model not in MODELS:
+            sys.exit(f"cluster_scaling: unknown model {model} ({', '.join(MODELS)})")
+    if os.geteuid() != 0:
+        sys.exit("cluster_scaling: needs root (network namespaces)")
+
+    cores = os.cpu_count() or 1
+    runner = Runner(args)
+    rows = []
+    started = time.monotonic()
+    try:
+        for model in args.models:
+            spec = MODELS[model]
+            solver = runner.prepare(model)
+            base = None
+            configs = []
+            for hosts in args.hosts:
+                if hosts == 1:
+                    configs.append((1, "-", "-", None))
+                    continue
+                for rate in args.rates:
+                    for sync in args.syncs:
+                        # blocking sends one allreduce after backward: buckets do not matter.
+                        buckets = args.buckets[-1:] if sync == "blocking" else args.buckets
+                        for bucket in buckets:
+                            configs.append((hosts, rate, sync, bucket))
+            for hosts, rate, sync, bucket in configs:
+                try:
+                    stats = runner.run(model, solver, hosts, rate, sync, bucket)
+                except (RuntimeError, subprocess.TimeoutExpired) as error:
+                    log(f"{model} {hosts} hosts {rate} {sync} {bucket}: FAILED: {error}")
+                    rows.append(dict(model=model, hosts=hosts, rate=rate, sync=sync,
+                                     bucket=bucket, failed=True))
+                    continue
+                if hosts == 1:
+                    base = stats["ms"]
+                row = dict(model=model, batch=spec["batch"], hosts=hosts, rate=rate, sync=sync,
+                           bucket=bucket, failed=False, **stats)
+                if base:
+                    row["eff"] = base / stats["ms"]
+                    row["eff_cpu"] = base * max(1.0, hosts / cores) / stats["ms"]
+                rows.append(row)
+                log(f"{model:14} {hosts} host(s) {rate:9} {sync:12} {bucket or '-':>5} MB: "
+                    f"{stats['ms']:8.1f} ms/iter, exposed {stats['exposed']:7.1f} ms "
+                    f"(run {stats['wall']:.1f} s)")
+    finally:
+        runner.cleanup()
+
+    lines = [
+        f"{cores} CPU cores shared by all hosts: with N hosts each rank has min(1, {cores}/N) "
+        "cores, so eff % includes CPU sharing; eff/CPU % takes it out.",
+        "",
+        "| model | batch/rank | hosts | link | --sync | --bucket_mb | ms/iter | comm ms "
+        "| exposed ms | hidden % | img/s | eff % | eff/CPU % |",
+        "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if r["failed"]:
+            lines.append(f"| {r['model']} | | {r['hosts']} | {r['rate']} | {r['sync']} | "
+                         f"{r['bucket'] or '-'} | FAILED | | | | | | |")
+            continue
+        # The waits also cover a bucket's time in the queue, so they can exceed `comm`.
+        hidden = (f"{100 * max(0.0, 1 - r['exposed'] / r['comm']):.0f}"
+                  if r["comm"] > 0.05 else "-")
+        bucket = "-" if r["bucket"] is None else f"{r['bucket']:g}"
+        if r["sync"] == "blocking":
+            bucket = "(one)"
+        eff = f"{100 * r['eff']:.0f}" if "eff" in r else "-"
+        eff_cpu = f"{100 * r['eff_cpu']:.0f}" if "eff_cpu" in r else "-"
+        images = r["batch"] * r["hosts"] / (r["ms"] / 1e3)
+        lines.append(
+            f"| {r['model']} | {r['batch']} | {r['hosts']} | {r['rate']} | {r['sync']} | {bucket} "
+            f"| {r['ms']:.1f} | {r['comm']:.1f} | {r['exposed']:.1f} | {hidden} | {images:.0f} "
+            f"| {eff} | {eff_cpu} |")
+    lines.append("")
+    lines.append(f"({len(rows)} runs in {time.monotonic() - started:.0f} s)")
+    table = "\n".join(lines)
+    print(table)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table + "\n")
+    return 1 if any(r["failed"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

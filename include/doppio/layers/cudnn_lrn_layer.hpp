@@ -1,0 +1,41 @@
+#pragma once
+
+#ifdef DOPPIO_WITH_CUDNN
+
+#include <cudnn.h>
+
+#include <string>
+#include <vector>
+
+#include "doppio/layers/lrn_layer.hpp"
+#include "doppio/util/cudnn.hpp"
+
+namespace doppio {
+
+// ACROSS_CHANNELS LRN on cuDNN (engine CUDNN): the same formula, scale = k + alpha / n * sum
+// of squares, within cuDNN's limits (local_size 1 to 16, k >= 1e-5, beta >= 0.01); other
+// configurations use the CAFFE engine. On the CPU it is the CAFFE LRNLayer.
+template <typename Dtype>
+class CudnnLRNLayer : public LRNLayer<Dtype> {
+ public:
+  using typename LRNLayer<Dtype>::BlobVec;
+  explicit CudnnLRNLayer(const LayerParameter& param) : LRNLayer<Dtype>(param) {}
+  ~CudnnLRNLayer() override;
+
+  static std::string Unsupported(const LayerParameter& param);
+
+ protected:
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  void Prepare();
+
+  cudnnLRNDescriptor_t lrn_desc_ = nullptr;
+  CudnnTensorDesc desc_;  // bottom and top have the same shape
+};
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_CUDNN

@@ -1,0 +1,47 @@
+#pragma once
+
+#ifdef DOPPIO_WITH_CUDNN
+
+#include <cudnn.h>
+
+#include <string>
+#include <vector>
+
+#include "doppio/layers/pooling_layer.hpp"
+#include "doppio/util/cudnn.hpp"
+
+namespace doppio {
+
+// MAX and AVE pooling on cuDNN (engine CUDNN, the default on the GPU when it applies).
+// cuDNN sizes the output by flooring; where Caffe's ceiling rule gives a larger output for
+// the current input, the layer runs Doppio's own GPU kernels instead, so the results are
+// always Caffe's. With floor-sized windows the AVE divisor (padding counted) and the MAX
+// window (padding excluded) are the same in both. On the CPU it is the CAFFE PoolingLayer.
+template <typename Dtype>
+class CudnnPoolingLayer : public PoolingLayer<Dtype> {
+ public:
+  using typename PoolingLayer<Dtype>::BlobVec;
+  explicit CudnnPoolingLayer(const LayerParameter& param) : PoolingLayer<Dtype>(param) {}
+  ~CudnnPoolingLayer() override;
+
+  // Why a configuration needs the CAFFE engine ("" when cuDNN can run it).
+  static std::string Unsupported(const LayerParameter& param);
+
+ protected:
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  // Sets the descriptors; false when cuDNN's output shape differs from the layer's.
+  bool Prepare();
+
+  bool used_cudnn_ = false;  // by the last Forward_gpu
+  cudnnPoolingDescriptor_t pooling_desc_ = nullptr;
+  CudnnTensorDesc bottom_desc_;
+  CudnnTensorDesc top_desc_;
+};
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_CUDNN

@@ -1,0 +1,99 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "doppio/core/net.hpp"
+#include "doppio/parallel/communicator.hpp"
+#include "doppio/parallel/timeline.hpp"
+
+namespace doppio {
+
+// How the ranks combine their gradients.
+//   overlap:      buckets are allreduced while backward goes on below them (the default)
+//   reduce_bcast: buckets are reduced to rank 0 while backward goes on; rank 0 alone
+//                 updates, then broadcasts the weights (OSU-Caffe's scheme)
+//   blocking:     one allreduce of every gradient after backward (for comparison)
+enum class SyncMode { kOverlap, kReduceBroadcast, kBlocking };
+// Throws Error naming --sync for an unknown name.
+SyncMode ParseSyncMode(const std::string& name);
+const char* SyncModeName(SyncMode mode);
+
+// A contiguous slice of the gradient arena, communicated as one operation.
+struct GradientBucket {
+  std::size_t offset = 0;  // in elements
+  std::size_t count = 0;
+  int first_param = 0;  // learnable parameters [first_param, end_param), arena order
+  int end_param = 0;
+  int num_synced = 0;  // those of them that are communicated (lr_mult != 0)
+};
+
+// What communication cost one iteration on this rank (seconds).
+struct SyncStats {
+  double wait = 0;    // the main thread blocked on communication: the exposed part
+  double comm = 0;    // time during which some communication was in progress
+  double hidden = 0;  // the part of `comm` that overlapped backward
+  std::uint64_t bytes = 0;
+};
+
+// Aggregates the training net's gradients across ranks, layer by layer.
+//
+// The arena holds the gradients in the order backward finishes them, so the buckets, filled
+// in that order (one small first bucket so that communication starts early, then
+// bucket_mb each), become complete one after the other as backward runs. Net's
+// after-backward callback counts down each bucket's parameters; the last sub-iteration of
+// an iter_size accumulation launches each bucket as soon as it is complete. FinishGradients
+// waits for all of them and divides by the number of ranks. Parameters with lr_mult 0 are
+// not communicated (large ones split the buckets).
+//
+// The bucket layout is a function of the net and the options only, so it is the same on
+// every rank; LayoutHash lets the ranks check that before training.
+template <typename Dtype>
+class GradientSync {
+ public:
+  GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode mode, double bucket_mb, int iter_size,
+               Timeline* timeline = nullptr);
+  GradientSync(const GradientSync&) = delete;
+  GradientSync& operator=(const GradientSync&) = delete;
+
+  static std::vector<GradientBucket> PlanBuckets(const Net<Dtype>& net, std::size_t bucket_bytes,
+                                                 std::size_t first_bucket_bytes);
+
+  SyncMode mode() const { return mode_; }
+  const std::vector<GradientBucket>& buckets() const { return buckets_; }
+  std::uint64_t LayoutHash() const;
+  std::string Describe() const;
+
+  // The solver's hooks, in the order they run in one iteration.
+  void BeginIteration();
+  void AfterBackward(int layer_id);
+  void FinishGradients();
+  // reduce_bcast: only rank 0 updates.
+  bool ApplyUpdateHere() const;
+  void AfterUpdate();
+
+  const SyncStats& last_stats() const { return stats_; }
+
+ private:
+  void Launch(int bucket);
+  std::string BucketLabel(int bucket) const;
+
+  Net<Dtype>* net_;
+  Communicator* comm_;
+  SyncMode mode_;
+  double bucket_mb_;
+  int iter_size_;
+  Timeline* timeline_;
+  std::vector<GradientBucket> buckets_;
+  // For each layer, the bucket of each parameter whose gradient it finishes (repeated).
+  std::vector<std::vector<int>> layer_buckets_;
+  std::vector<int> pending_;
+  std::vector<CommHandle> handles_;
+  int sub_iteration_ = 0;
+  int launched_ = 0;
+  double iteration_start_ = 0;
+  SyncStats stats_;
+};
+
+}  // namespace doppio

@@ -1,0 +1,70 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "doppio/parallel/communicator.hpp"
+
+namespace doppio {
+
+// The communicator over MPI_COMM_WORLD. One communication thread owns MPI: it initialises
+// it, starts every operation (non-blocking MPI collectives, in the order they were issued),
+// drives their progress while the caller computes, and finalises MPI when the communicator
+// is destroyed. So MPI is only ever entered from one thread (plus MPI_Abort).
+//
+// The same thread is the watchdog: an operation that has not completed `timeout` seconds
+// after it started makes this rank ask every other rank (on a separate communicator) which
+// collective it has reached; the ranks that have not issued the stalled one are named in
+// the error, and the job is aborted.
+//
+// Device buffers (MemoryKind::kDevice) are staged through pinned host memory in chunks of
+// `chunk_bytes`, two chunks in flight, with the DeviceMemoryOps given to
+// set_device_memory_ops (Debian's Open MPI is not CUDA-aware).
+//
+// MPI can be initialised once per process, so there is at most one MpiCommunicator.
+class MpiCommunicator : public Communicator {
+ public:
+  MpiCommunicator();
+  // Waits for the operations in flight, then finalises MPI.
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  // Whether this process was started by an MPI launcher (mpirun, mpiexec, srun with PMI).
+  static bool LaunchedByMpi();
+
+  int rank() const override;
+  int size() const override;
+  int local_rank() const override;
+  int local_size() const override;
+  std::string description() const override;
+
+  CommHandle IAllreduce(void* buffer, std::size_t count, CommType type, ReduceOp op,
+                        MemoryKind where, const std::string& label) override;
+  CommHandle IReduce(void* buffer, std::size_t count, CommType type, ReduceOp op, int root,
+                     MemoryKind where, const std::string& label) override;
+  CommHandle IBroadcast(void* buffer, std::size_t count, CommType type, int root, MemoryKind where,
+                        const std::string& label) override;
+  CommHandle IAllgather(const void* send, void* recv, std::size_t count, CommType type,
+                        const std::string& label) override;
+  CommHandle IBarrier(const std::string& label) override;
+  CommHandle IGatherv(const void* send, std::size_t bytes, void* recv,
+                      const std::vector<std::size_t>& recv_bytes, int root,
+                      const std::string& label) override;
+  void Poke() override;
+  void set_timeout(double seconds) override;
+  double timeout() const override;
+  void set_device_memory_ops(std::shared_ptr<DeviceMemoryOps> ops,
+                             std::size_t chunk_bytes) override;
+  [[noreturn]] void Abort(int exit_code) override;
+
+  // Operations issued so far (the sequence number the watchdog reports).
+  std::uint64_t issued() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace doppio

@@ -1,0 +1,243 @@
+#pragma once
+
+// Helpers for writing kernels (.cu files only): the launch shape, a grid-stride loop, and a
+// counter-based random generator.
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "doppio/core/gpu_context.hpp"
+#include "doppio/core/synced_memory.hpp"
+#include "doppio/util/gpu_util.hpp"
+#include "doppio/util/math_functions.hpp"
+
+namespace doppio {
+
+constexpr int kGpuThreads = 256;
+// Grid-stride loops cover any n with at most this many blocks.
+constexpr long long kGpuMaxBlocks = 32768;
+
+inline int GpuBlocks(long long n) {
+  const long long blocks = (n + kGpuThreads - 1) / kGpuThreads;
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > kGpuMaxBlocks ? kGpuMaxBlocks : blocks));
+}
+
+// Launches `kernel` over n work items on the context's compute stream (nothing for n <= 0)
+// and reports a failed launch as Error naming the kernel.
+template <typename... Params, typename... Args>
+void LaunchKernel(const char* name, GpuContext& gpu, long long n, void (*kernel)(Params...),
+                  Args&&... args) {
+  if (n <= 0) return;
+  kernel<<<GpuBlocks(n), kGpuThreads, 0, gpu.stream()>>>(std::forward<Args>(args)...);
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) detail::ThrowCudaError(status, name, __FILE__, __LINE__);
+}
+
+}  // namespace doppio
+
+// for (i over [0, n)) with a 64-bit index, so that i + stride never overflows.
+#define DOPPIO_KERNEL_LOOP(i, n)                                                             \
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<long long>(blockDim.x) * gridDim.x)
+
+namespace doppio {
+
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"): a keyed
+// bijection of a 128-bit counter. Element i of a fill draws from counter (i, stream) under
+// a 64-bit seed, so a kernel needs no generator state and a fill is reproducible from its
+// seed alone; layers draw the seed from their own Rng.
+struct PhiloxOutput {
+  unsigned int v[4];
+};
+
+__device__ __forceinline__ PhiloxOutput Philox4x32(unsigned long long counter, unsigned int stream,
+                                                   unsigned long long seed) {
+  unsigned int c0 = static_cast<unsigned int>(counter);
+  unsigned int c1 = static_cast<unsigned int>(counter >> 32);
+  unsigned int c2 = stream;
+  unsigned int c3 = 0;
+  unsigned int k0 = static_cast<unsigned int>(seed);
+  unsigned int k1 = static_cast<unsigned int>(seed >> 32);
+  constexpr unsigned int kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr unsigned int kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const unsigned int hi0 = __umulhi(kM0, c0), lo0 = kM0 * c0;
+    const unsigned int hi1 = __umulhi(kM1, c2), lo1 = kM1 * c2;
+    const unsigned int n0 = hi1 ^ c1 ^ k0;
+    const unsigned int n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  PhiloxOutput out;
+  out.v[0] = c0;
+  out.v[1] = c1;
+  out.v[2] = c2;
+  out.v[3] = c3;
+  return out;
+}
+
+// Uniform in [0, 1) from random bits, with the full mantissa of each type.
+template <typename Dtype>
+__device__ __forceinline__ Dtype UniformFromBits(unsigned int a, unsigned int b);
+
+template <>
+__device__ __forceinline__ float UniformFromBits<float>(unsigned int a, unsigned int) {
+  return static_cast<float>(a >> 8) * (1.0f / 16777216.0f);  // 24 bits
+}
+
+template <>
+__device__ __forceinline__ double UniformFromBits<double>(unsigned int a, unsigned int b) {
+  const unsigned long long bits =
+      (static_cast<unsigned long long>(a >> 5) << 26) | static_cast<unsigned long long>(b >> 6);
+  return static_cast<double>(bits) * (1.0 / 9007199254740992.0);  // 53 bits
+}
+
+}  // namespace doppio
+
+// Instantiates a layer's Forward_gpu and Backward_gpu, defined in its .cu file, for float and
+// double (the class itself is instantiated in its .cpp file).
+#define DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(classname)                                        \
+  template void classname<float>::Forward_gpu(const std::vector<::doppio::Blob<float>*>&,    \
+                                              const std::vector<::doppio::Blob<float>*>&);   \
+  template void classname<double>::Forward_gpu(const std::vector<::doppio::Blob<double>*>&,  \
+                                               const std::vector<::doppio::Blob<double>*>&); \
+  template void classname<float>::Backward_gpu(const std::vector<::doppio::Blob<float>*>&,   \
+                                               const std::vector<bool>&,                     \
+                                               const std::vector<::doppio::Blob<float>*>&);  \
+  template void classname<double>::Backward_gpu(const std::vector<::doppio::Blob<double>*>&, \
+                                                const std::vector<bool>&,                    \
+                                                const std::vector<::doppio::Blob<double>*>&)
+
+namespace doppio {
+
+// Per-channel sums over a (outer, channels, inner) layout: out[c] = sum over n and k of
+// term(index of (n, c, k)), then out[c] = result (beta 0) or beta * out[c] + result. One block
+// per channel reduces in a fixed order, so the result is deterministic. `Term` is a functor
+// with `__device__ Dtype operator()(long long index) const`.
+constexpr int kChannelSumThreads = 512;
+
+template <typename Dtype, typename Term>
+__global__ void ChannelSumKernel(int outer, int channels, int inner, Term term, Dtype beta,
+                                 Dtype* out) {
+  __shared__ Dtype cache[kChannelSumThreads];
+  const long long per_channel = static_cast<long long>(outer) * inner;
+  for (int c = blockIdx.x; c < channels; c += gridDim.x) {
+    Dtype sum = 0;
+    for (long long j = threadIdx.x; j < per_channel; j += blockDim.x) {
+      const long long n = j / inner;
+      const long long k = j - n * inner;
+      sum += term((n * channels + c) * inner + k);
+    }
+    cache[threadIdx.x] = sum;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[c] = beta == Dtype(0) ? cache[0] : beta * out[c] + cache[0];
+    __syncthreads();  // cache is reused for the next channel
+  }
+}
+
+template <typename Dtype, typename Term>
+void ChannelSum(GpuContext& gpu, int outer, int channels, int inner, Term term, Dtype beta,
+                Dtype* out) {
+  if (channels <= 0) return;
+  const int blocks = channels < 65535 ? channels : 65535;
+  ChannelSumKernel<Dtype, Term>
+      <<<blocks, kChannelSumThreads, 0, gpu.stream()>>>(outer, channels, inner, term, beta, out);
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) detail::ThrowCudaError(status, "ChannelSumKernel", __FILE__, __LINE__);
+}
+
+// a[i] (times b[i] when b is given).
+template <typename Dtype>
+struct ProductTerm {
+  const Dtype* a;
+  const Dtype* b;
+  __device__ Dtype operator()(long long i) const { return b ? a[i] * b[i] : a[i]; }
+};
+
+}  // namespace doppio
+
+namespace doppio {
+
+// Block-wide reductions for kernels launched with a power-of-two blockDim.x of at most
+// kGpuThreads; every thread of the block must call them and gets the result. `cache` is a
+// __shared__ array of kGpuThreads elements.
+template <typename Dtype>
+__device__ Dtype BlockReduceSum(Dtype value, Dtype* cache) {
+  cache[threadIdx.x] = value;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
+    __syncthreads();
+  }
+  const Dtype result = cache[0];
+  __syncthreads();  // cache may be reused right away
+  return result;
+}
+
+template <typename Dtype>
+__device__ Dtype BlockReduceMax(Dtype value, Dtype* cache) {
+  cache[threadIdx.x] = value;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) cache[threadIdx.x] = max(cache[threadIdx.x], cache[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const Dtype result = cache[0];
+  __syncthreads();
+  return result;
+}
+
+// Launches one block of kGpuThreads per row (at most 65535 blocks; kernels loop over rows
+// with a block stride).
+inline int GpuRowBlocks(long long rows) {
+  return static_cast<int>(rows < 1 ? 1 : (rows > 65535 ? 65535 : rows));
+}
+
+}  // namespace doppio
+
+namespace doppio {
+
+// A device int through which a kernel reports the first bad index it met (an invalid label):
+// kernels lower it with atomicMin; the host reads it back after the kernel (this waits).
+inline int* ResetIndexFlag(GpuContext& gpu, std::shared_ptr<SyncedMemory>* flag) {
+  if (!*flag) *flag = std::make_shared<SyncedMemory>(sizeof(int));
+  int* ptr = static_cast<int*>((*flag)->mutable_gpu_data(gpu));
+  gpu_set<int>(gpu, 1, INT_MAX, ptr);
+  return ptr;
+}
+
+// INT_MAX when nothing was reported.
+inline int ReadIndexFlag(const std::shared_ptr<SyncedMemory>& flag) {
+  return *static_cast<const int*>(flag->cpu_data());
+}
+
+}  // namespace doppio
+
+namespace doppio {
+
+// Copies `rows` blocks of `chunk` values: dst[r * dst_stride + dst_offset + k] =
+// src[r * src_stride + src_offset + k] (Concat, Slice).
+template <typename Dtype>
+__global__ void StridedBlockCopy(long long n, int chunk, const Dtype* src, long long src_stride,
+                                 long long src_offset, Dtype* dst, long long dst_stride,
+                                 long long dst_offset) {
+  DOPPIO_KERNEL_LOOP(i, n) {
+    const long long r = i / chunk;
+    const long long k = i - r * chunk;
+    dst[r * dst_stride + dst_offset + k] = src[r * src_stride + src_offset + k];
+  }
+}
+
+}  // namespace doppio

@@ -1,0 +1,102 @@
+#include "doppio/layers/base_conv_layer.hpp"
+#include "doppio/util/cuda_kernels.cuh"
+#include "doppio/util/im2col.hpp"
+#include "doppio/util/math_functions.hpp"
+
+namespace doppio {
+
+namespace {
+template <typename Dtype>
+__global__ void AddChannelBias(long long n, int channels, int spatial, const Dtype* bias,
+                               Dtype* out) {
+  DOPPIO_KERNEL_LOOP(i, n) { out[i] += bias[(i / spatial) % channels]; }
+}
+}  // namespace
+
+template <typename Dtype>
+void BaseConvolutionLayer<Dtype>::forward_gpu_gemm(const Dtype* input, const Dtype* weights,
+                                                   Dtype* output) {
+  GpuContext& gpu = this->gpu();
+  const Dtype* col = input;
+  if (!is_1x1_) {
+    Dtype* buffer = col_buffer_.mutable_gpu_data(gpu);
+    im2col_gpu(gpu, input, conv_in_channels_, conv_input_shape_[0], conv_input_shape_[1], kernel_h_,
+               kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_, dilation_h_, dilation_w_, buffer);
+    col = buffer;
+  }
+  const int m = conv_out_channels_ / group_;
+  const long long col_offset = static_cast<long long>(kernel_dim_) * conv_out_spatial_dim_;
+  const long long out_offset = static_cast<long long>(m) * conv_out_spatial_dim_;
+  for (int g = 0; g < group_; ++g) {
+    gpu_gemm<Dtype>(gpu, Trans::kNo, Trans::kNo, m, conv_out_spatial_dim_, kernel_dim_, Dtype(1),
+                    weights + static_cast<long long>(weight_offset_) * g, col + col_offset * g,
+                    Dtype(0), output + out_offset * g);
+  }
+}
+
+template <typename Dtype>
+void BaseConvolutionLayer<Dtype>::backward_gpu_gemm(const Dtype* output, const Dtype* weights,
+                                                    Dtype* input) {
+  GpuContext& gpu = this->gpu();
+  Dtype* col = is_1x1_ ? input : col_buffer_.mutable_gpu_data(gpu);
+  const int m = conv_out_channels_ / group_;
+  const long long col_offset = static_cast<long long>(kernel_dim_) * conv_out_spatial_dim_;
+  const long long out_offset = static_cast<long long>(m) * conv_out_spatial_dim_;
+  for (int g = 0; g < group_; ++g) {
+    gpu_gemm<Dtype>(gpu, Trans::kYes, Trans::kNo, kernel_dim_, conv_out_spatial_dim_, m, Dtype(1),
+                    weights + static_cast<long long>(weight_offset_) * g, output + out_offset * g,
+                    Dtype(0), col + col_offset * g);
+  }
+  if (!is_1x1_) {
+    col2im_gpu(gpu, static_cast<const Dtype*>(col), conv_in_channels_, conv_input_shape_[0],
+               conv_input_shape_[1], kernel_h_, kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_,
+               dilation_h_, dilation_w_, input);
+  }
+}
+
+template <typename Dtype>
+void BaseConvolutionLayer<Dtype>::weight_gpu_gemm(const Dtype* input, const Dtype* output,
+                                                  Dtype* weights) {
+  GpuContext& gpu = this->gpu();
+  const Dtype* col = input;
+  if (!is_1x1_) {
+    Dtype* buffer = col_buffer_.mutable_gpu_data(gpu);
+    im2col_gpu(gpu, input, conv_in_channels_, conv_input_shape_[0], conv_input_shape_[1], kernel_h_,
+               kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_, dilation_h_, dilation_w_, buffer);
+    col = buffer;
+  }
+  const int m = conv_out_channels_ / group_;
+  const long long col_offset = static_cast<long long>(kernel_dim_) * conv_out_spatial_dim_;
+  const long long out_offset = static_cast<long long>(m) * conv_out_spatial_dim_;
+  for (int g = 0; g < group_; ++g) {
+    gpu_gemm<Dtype>(gpu, Trans::kNo, Trans::kYes, m, kernel_dim_, conv_out_spatial_dim_, Dtype(1),
+                    output + out_offset * g, col + col_offset * g, Dtype(1),
+                    weights + static_cast<long long>(weight_offset_) * g);
+  }
+}
+
+template <typename Dtype>
+void BaseConvolutionLayer<Dtype>::forward_gpu_bias(Dtype* output, const Dtype* bias) {
+  const long long n = static_cast<long long>(num_) * num_output_ * out_spatial_dim_;
+  LaunchKernel("AddChannelBias", this->gpu(), n, AddChannelBias<Dtype>, n, num_output_,
+               out_spatial_dim_, bias, output);
+}
+
+template <typename Dtype>
+void BaseConvolutionLayer<Dtype>::backward_gpu_bias(Dtype* bias, const Dtype* output) {
+  ChannelSum(this->gpu(), num_, num_output_, out_spatial_dim_, ProductTerm<Dtype>{output, nullptr},
+             Dtype(1), bias);
+}
+
+#define DOPPIO_INSTANTIATE_BASE_CONV_GPU(Dtype)                                                    \
+  template void BaseConvolutionLayer<Dtype>::forward_gpu_gemm(const Dtype*, const Dtype*, Dtype*); \
+  template void BaseConvolutionLayer<Dtype>::backward_gpu_gemm(const Dtype*, const Dtype*,         \
+                                                               Dtype*);                            \
+  template void BaseConvolutionLayer<Dtype>::weight_gpu_gemm(const Dtype*, const Dtype*, Dtype*);  \
+  template void BaseConvolutionLayer<Dtype>::forward_gpu_bias(Dtype*, const Dtype*);               \
+  template void BaseConvolutionLayer<Dtype>::backward_gpu_bias(Dtype*, const Dtype*);
+
+DOPPIO_INSTANTIATE_BASE_CONV_GPU(float)
+DOPPIO_INSTANTIATE_BASE_CONV_GPU(double)
+
+}  // namespace doppio

@@ -1,0 +1,22 @@
+#include "doppio/layers/cudnn_conv_layer.hpp"
+
+#ifdef DOPPIO_WITH_CUDNN
+
+#include "doppio/core/layer_registry.hpp"
+
+namespace doppio {
+
+template <typename Dtype>
+CudnnConvolutionLayer<Dtype>::~CudnnConvolutionLayer() {
+  if (filter_desc_) cudnnDestroyFilterDescriptor(filter_desc_);
+  if (fwd_conv_) cudnnDestroyConvolutionDescriptor(fwd_conv_);
+  if (bwd_data_conv_) cudnnDestroyConvolutionDescriptor(bwd_data_conv_);
+  if (bwd_filter_conv_) cudnnDestroyConvolutionDescriptor(bwd_filter_conv_);
+}
+
+DOPPIO_INSTANTIATE_CLASS(CudnnConvolutionLayer);
+DOPPIO_REGISTER_LAYER_ENGINE(Convolution, CUDNN, CudnnConvolutionLayer);
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_CUDNN

@@ -1,0 +1,47 @@
+#ifdef DOPPIO_WITH_CUDNN
+
+#include "doppio/layers/cudnn_lrn_layer.hpp"
+#include "doppio/util/cuda_kernels.cuh"
+
+namespace doppio {
+
+template <typename Dtype>
+void CudnnLRNLayer<Dtype>::Prepare() {
+  if (!lrn_desc_) {
+    DOPPIO_CUDNN_CHECK(cudnnCreateLRNDescriptor(&lrn_desc_));
+    // cuDNN divides alpha by the window size itself, as Caffe's formula does.
+    DOPPIO_CUDNN_CHECK(
+        cudnnSetLRNDescriptor(lrn_desc_, this->size_, this->alpha_, this->beta_, this->k_));
+  }
+  desc_.Set4d<Dtype>(this->num_, this->channels_, this->height_, this->width_);
+}
+
+template <typename Dtype>
+void CudnnLRNLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+  if (top[0]->count() == 0) return;
+  Prepare();
+  GpuContext& gpu = this->gpu();
+  DOPPIO_CUDNN_CHECK(cudnnLRNCrossChannelForward(
+      gpu.cudnn(), lrn_desc_, CUDNN_LRN_CROSS_CHANNEL_DIM1, CudnnScalar<Dtype>::one(), desc_.get(),
+      bottom[0]->gpu_data(gpu), CudnnScalar<Dtype>::zero(), desc_.get(),
+      top[0]->mutable_gpu_data(gpu)));
+}
+
+template <typename Dtype>
+void CudnnLRNLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                        const BlobVec& bottom) {
+  if (!propagate_down[0] || top[0]->count() == 0) return;
+  Prepare();
+  GpuContext& gpu = this->gpu();
+  DOPPIO_CUDNN_CHECK(cudnnLRNCrossChannelBackward(
+      gpu.cudnn(), lrn_desc_, CUDNN_LRN_CROSS_CHANNEL_DIM1, CudnnScalar<Dtype>::one(), desc_.get(),
+      top[0]->gpu_data(gpu), desc_.get(), top[0]->gpu_diff(gpu), desc_.get(),
+      bottom[0]->gpu_data(gpu), CudnnScalar<Dtype>::zero(), desc_.get(),
+      bottom[0]->mutable_gpu_diff(gpu)));
+}
+
+DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(CudnnLRNLayer);
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_CUDNN

@@ -1,0 +1,16 @@
+#include "doppio/layers/reshape_layer.hpp"
+#include "doppio/util/cuda_kernels.cuh"
+
+namespace doppio {
+
+// Nothing to compute on either device: the top shares the bottom's data and diff.
+template <typename Dtype>
+void ReshapeLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {}
+
+template <typename Dtype>
+void ReshapeLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                                       const BlobVec& bottom) {}
+
+DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(ReshapeLayer);
+
+}  // namespace doppio

@@ -1,0 +1,315 @@
+#include "doppio/parallel/gradient_sync.hpp"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+#include "doppio/parallel/hash.hpp"
+#include "doppio/util/math_functions.hpp"
+
+namespace doppio {
+
+SyncMode ParseSyncMode(const std::string& name) {
+  if (name == "overlap") return SyncMode::kOverlap;
+  if (name == "reduce_bcast") return SyncMode::kReduceBroadcast;
+  if (name == "blocking") return SyncMode::kBlocking;
+  DOPPIO_FAIL() << "--sync must be overlap, reduce_bcast or blocking, not '" << name << "'";
+  return SyncMode::kOverlap;
+}
+
+const char* SyncModeName(SyncMode mode) {
+  switch (mode) {
+    case SyncMode::kOverlap:
+      return "overlap";
+    case SyncMode::kReduceBroadcast:
+      return "reduce_bcast";
+    case SyncMode::kBlocking:
+      return "blocking";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string Megabytes(double bytes) {
+  std::ostringstream text;
+  if (bytes < (1 << 20)) {
+    text << std::fixed << std::setprecision(1) << bytes / 1024 << " KB";
+  } else {
+    text << std::fixed << std::setprecision(1) << bytes / (1 << 20) << " MB";
+  }
+  return text.str();
+}
+
+// The length of the union of the intervals, and of its part before `until`.
+std::pair<double, double> UnionLength(std::vector<std::pair<double, double>> spans, double until) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, before = 0;
+  double start = 0, end = 0;
+  bool open = false;
+  auto close = [&] {
+    total += end - start;
+    before += std::max(0.0, std::min(end, until) - start);
+  };
+  for (const auto& span : spans) {
+    if (!open) {
+      start = span.first;
+      end = span.second;
+      open = true;
+    } else if (span.first <= end) {
+      end = std::max(end, span.second);
+    } else {
+      close();
+      start = span.first;
+      end = span.second;
+    }
+  }
+  if (open) close();
+  return {total, before};
+}
+
+}  // namespace
+
+template <typename Dtype>
+std::vector<GradientBucket> GradientSync<Dtype>::PlanBuckets(const Net<Dtype>& net,
+                                                             std::size_t bucket_bytes,
+                                                             std::size_t first_bucket_bytes) {
+  const auto& params = net.learnable_params();
+  const auto& offsets = net.learnable_param_offsets();
+  const auto& lr = net.params_lr();
+  std::vector<GradientBucket> buckets;
+  GradientBucket current;
+  bool open = false;
+  auto close = [&] {
+    if (open && current.num_synced > 0) buckets.push_back(current);
+    open = false;
+  };
+  for (int i = 0; i < static_cast<int>(params.size()); ++i) {
+    const std::size_t count = params[i]->count();
+    const std::size_t threshold = buckets.empty() ? first_bucket_bytes : bucket_bytes;
+    const bool synced = lr[i] != 0.f && count > 0;
+    if (!synced) {
+      // A parameter that is not communicated: a small one rides along inside the bucket
+      // (its gradient is zero), a large one ends it.
+      if (open && count * sizeof(Dtype) * 16 > threshold) close();
+      if (open) {
+        current.count = offsets[i] + count - current.offset;
+        current.end_param = i + 1;
+      }
+      continue;
+    }
+    if (!open) {
+      current = GradientBucket();
+      current.offset = offsets[i];
+      current.first_param = i;
+      open = true;
+    }
+    current.count = offsets[i] + count - current.offset;
+    current.end_param = i + 1;
+    ++current.num_synced;
+    if (current.count * sizeof(Dtype) >= threshold) close();
+  }
+  close();
+  return buckets;
+}
+
+template <typename Dtype>
+GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode mode,
+                                  double bucket_mb, int iter_size, Timeline* timeline)
+    : net_(net),
+      comm_(comm),
+      mode_(mode),
+      bucket_mb_(bucket_mb),
+      iter_size_(iter_size),
+      timeline_(timeline) {
+  DOPPIO_ENSURE(bucket_mb > 0) << "--bucket_mb must be positive, not " << bucket_mb;
+  DOPPIO_ENSURE(iter_size >= 1) << "iter_size must be >= 1, not " << iter_size;
+  const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
+  // The first bucket holds the last layers' gradients, ready first: keep it small so that
+  // communication starts early in backward.
+  const std::size_t first_bytes = std::min<std::size_t>(bucket_bytes, 256 << 10);
+  buckets_ = PlanBuckets(*net, std::max<std::size_t>(bucket_bytes, 1),
+                         std::max<std::size_t>(first_bytes, 1));
+  layer_buckets_.assign(net->layers().size(), {});
+  const auto& last_layer = net->learnable_param_last_layer();
+  const auto& lr = net->params_lr();
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+    for (int i = buckets_[b].first_param; i < buckets_[b].end_param; ++i) {
+      if (lr[i] == 0.f || net->learnable_params()[i]->count() == 0) continue;
+      layer_buckets_[last_layer[i]].push_back(b);
+    }
+  }
+  pending_.assign(buckets_.size(), 0);
+  handles_.assign(buckets_.size(), nullptr);
+}
+
+template <typename Dtype>
+std::uint64_t GradientSync<Dtype>::LayoutHash() const {
+  Hasher hash;
+  hash.Add(static_cast<int>(mode_));
+  hash.Add(bucket_mb_);
+  hash.Add(iter_size_);
+  hash.Add(static_cast<std::uint64_t>(sizeof(Dtype)));
+  hash.Add(static_cast<std::uint64_t>(net_->arena_count()));
+  for (const Blob<Dtype>* blob : net_->learnable_params()) {
+    hash.Add(static_cast<std::uint64_t>(blob->num_axes()));
+    for (int axis = 0; axis < blob->num_axes(); ++axis) hash.Add(blob->shape(axis));
+  }
+  for (const GradientBucket& bucket : buckets_) {
+    hash.Add(static_cast<std::uint64_t>(bucket.offset));
+    hash.Add(static_cast<std::uint64_t>(bucket.count));
+  }
+  return hash.value();
+}
+
+template <typename Dtype>
+std::string GradientSync<Dtype>::Describe() const {
+  std::ostringstream text;
+  std::size_t total = 0;
+  for (const auto& bucket : buckets_) total += bucket.count;
+  text << buckets_.size() << " gradient bucket" << (buckets_.size() == 1 ? "" : "s") << " ("
+       << Megabytes(static_cast<double>(total) * sizeof(Dtype)) << " in all";
+  if (!buckets_.empty()) {
+    text << "; first " << Megabytes(static_cast<double>(buckets_[0].count) * sizeof(Dtype));
+    std::size_t largest = 0;
+    for (const auto& bucket : buckets_) largest = std::max(largest, bucket.count);
+    text << ", largest " << Megabytes(static_cast<double>(largest) * sizeof(Dtype));
+  }
+  text << ")";
+  return text.str();
+}
+
+template <typename Dtype>
+std::string GradientSync<Dtype>::BucketLabel(int bucket) const {
+  const char* what = mode_ == SyncMode::kReduceBroadcast ? "reduce" : "allreduce";
+  std::ostringstream text;
+  text << what << " bucket " << bucket << " ("
+       << Megabytes(static_cast<double>(buckets_[bucket].count) * sizeof(Dtype)) << ")";
+  return text.str();
+}
+
+template <typename Dtype>
+void GradientSync<Dtype>::BeginIteration() {
+  sub_iteration_ = 0;
+  iteration_start_ = CommClockSeconds();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    pending_[b] = buckets_[b].num_synced;
+    handles_[b] = nullptr;
+  }
+  launched_ = 0;
+  stats_ = SyncStats();
+}
+
+template <typename Dtype>
+void GradientSync<Dtype>::Launch(int bucket) {
+  const GradientBucket& slice = buckets_[bucket];
+  Dtype* diff = net_->mutable_arena_diff() + slice.offset;
+  if (mode_ == SyncMode::kReduceBroadcast) {
+    handles_[bucket] = comm_->IReduce(diff, slice.count, CommTypeOf<Dtype>(), ReduceOp::kSum, 0,
+                                      MemoryKind::kHost, BucketLabel(bucket));
+  } else {
+    handles_[bucket] = comm_->IAllreduce(diff, slice.count, CommTypeOf<Dtype>(), ReduceOp::kSum,
+                                         MemoryKind::kHost, BucketLabel(bucket));
+  }
+  stats_.bytes += slice.count * sizeof(Dtype);
+  ++launched_;
+}
+
+template <typename Dtype>
+void GradientSync<Dtype>::AfterBackward(int layer_id) {
+  if (sub_iteration_ == iter_size_ - 1 && comm_->size() > 1 && mode_ != SyncMode::kBlocking) {
+    for (int bucket : layer_buckets_[layer_id]) {
+      if (--pending_[bucket] == 0) Launch(bucket);
+    }
+    // Between layers: let the communication thread move what is in flight along.
+    if (launched_ > 0) comm_->Poke();
+  }
+  if (layer_id == 0) ++sub_iteration_;
+}
+
+template <typename Dtype>
+void GradientSync<Dtype>::FinishGradients() {
+  if (comm_->size() == 1 || buckets_.empty()) return;
+  const double enter = CommClockSeconds();
+  std::vector<CommHandle> waited;
+  if (mode_ == SyncMode::kBlocking) {
+    const std::size_t begin = buckets_.front().offset;
+    const std::size_t end = buckets_.back().offset + buckets_.back().count;
+    std::ostringstream label;
+    label << "allreduce all gradients ("
+          << Megabytes(static_cast<double>(end - begin) * sizeof(Dtype)) << ")";
+    waited.push_back(comm_->IAllreduce(net_->mutable_arena_diff() + begin, end - begin,
+                                       CommTypeOf<Dtype>(), ReduceOp::kSum, MemoryKind::kHost,
+                                       label.str()));
+    stats_.bytes += (end - begin) * sizeof(Dtype);
+  } else {
+    // Normally every bucket is in flight by now; launch (in order) any that is not.
+    for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+      if (!handles_[b]) Launch(b);
+    }
+    waited = handles_;
+  }
+  for (const CommHandle& handle : waited) handle->Wait();
+  const double exit = CommClockSeconds();
+  // The sum over ranks becomes the mean: the gradient of the global batch.
+  const bool scale = mode_ != SyncMode::kReduceBroadcast || comm_->rank() == 0;
+  if (scale) {
+    const Dtype factor = Dtype(1) / comm_->size();
+    Dtype* diff = net_->mutable_arena_diff();
+    for (const GradientBucket& bucket : buckets_) {
+      cpu_scal(static_cast<int>(bucket.count), factor, diff + bucket.offset);
+    }
+  }
+  std::vector<std::pair<double, double>> spans;
+  for (const CommHandle& handle : waited) {
+    spans.emplace_back(handle->start_time(), handle->end_time());
+    if (timeline_) {
+      // From the moment backward released the bucket to the moment the communication
+      // thread started it, then the communication itself.
+      timeline_->Span("queued: " + handle->label(), "queued", Timeline::kCommunication,
+                      handle->issue_time(), handle->start_time());
+      timeline_->Span(handle->label(), "communication", Timeline::kCommunication,
+                      handle->start_time(), handle->end_time(), handle->bytes());
+    }
+  }
+  const auto lengths = UnionLength(spans, enter);
+  stats_.comm += lengths.first;
+  stats_.hidden += lengths.second;
+  stats_.wait += exit - enter;
+  if (timeline_) {
+    timeline_->Span("wait for gradients", "wait", Timeline::kCompute, enter, exit);
+  }
+}
+
+template <typename Dtype>
+bool GradientSync<Dtype>::ApplyUpdateHere() const {
+  return mode_ != SyncMode::kReduceBroadcast || comm_->rank() == 0 || comm_->size() == 1;
+}
+
+template <typename Dtype>
+void GradientSync<Dtype>::AfterUpdate() {
+  if (mode_ != SyncMode::kReduceBroadcast || comm_->size() == 1 || net_->arena_count() == 0) {
+    return;
+  }
+  const double enter = CommClockSeconds();
+  CommHandle handle = comm_->IBroadcast(
+      net_->mutable_arena_data(), net_->arena_count(), CommTypeOf<Dtype>(), 0, MemoryKind::kHost,
+      "broadcast weights (" + Megabytes(static_cast<double>(net_->arena_count()) * sizeof(Dtype)) +
+          ")");
+  handle->Wait();
+  const double exit = CommClockSeconds();
+  stats_.wait += exit - enter;
+  stats_.comm += handle->end_time() - handle->start_time();
+  stats_.bytes += net_->arena_count() * sizeof(Dtype);
+  if (timeline_) {
+    timeline_->Span(handle->label(), "communication", Timeline::kCommunication,
+                    handle->start_time(), handle->end_time(), handle->bytes());
+    timeline_->Span("wait for weights", "wait", Timeline::kCompute, enter, exit);
+  }
+}
+
+DOPPIO_INSTANTIATE_CLASS(GradientSync);
+
+}  // namespace doppio

@@ -1,0 +1,109 @@
+// Which engine the registry picks for a mode, and what a GPU-mode layer does where no GPU is
+// set up. None of this needs a device.
+#include <gtest/gtest.h>
+
+#include "doppio/core/layer_registry.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+LayerParameter Param(const std::string& text) {
+  return ParseText<LayerParameter>("name: 'l' " + text);
+}
+
+const char* kConv = "type: 'Convolution' convolution_param { num_output: 2 kernel_size: 1 }";
+
+TEST(LayerEngineTest, CpuModeAlwaysGetsCaffe) {
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param(kConv), Mode::CPU), "CAFFE");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'ReLU' relu_param { engine: CUDNN }"),
+                                               Mode::CPU),
+            "CAFFE");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'Pooling' pooling_param { kernel_size: 2 engine: CUDNN }"), Mode::CPU),
+            "CAFFE");
+}
+
+TEST(LayerEngineTest, ExplicitCaffeOnTheGpu) {
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'ReLU' relu_param { engine: CAFFE }"),
+                                               Mode::GPU),
+            "CAFFE");
+}
+
+#ifdef DOPPIO_WITH_CUDNN
+TEST(LayerEngineTest, GpuModePrefersCudnnWhereItApplies) {
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param(kConv), Mode::GPU), "CUDNN");
+  EXPECT_EQ(LayerRegistry<double>::ChooseEngine(Param("type: 'Softmax'"), Mode::GPU), "CUDNN");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'TanH'"), Mode::GPU), "CUDNN");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'Pooling' pooling_param { pool: AVE kernel_size: 2 }"), Mode::GPU),
+            "CUDNN");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'LRN'"), Mode::GPU), "CUDNN");
+  // Types without a cuDNN engine, and configurations cuDNN cannot run.
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'Deconvolution'"), Mode::GPU), "CAFFE");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'ReLU' relu_param { negative_slope: 0.1 }"), Mode::GPU),
+            "CAFFE");
+  EXPECT_EQ(
+      LayerRegistry<float>::ChooseEngine(
+          Param("type: 'Pooling' pooling_param { pool: STOCHASTIC kernel_size: 2 }"), Mode::GPU),
+      "CAFFE");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'Pooling' top: 'out' top: 'mask' pooling_param { kernel_size: 2 }"),
+                Mode::GPU),
+            "CAFFE");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'LRN' lrn_param { norm_region: WITHIN_CHANNEL }"), Mode::GPU),
+            "CAFFE");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'LRN' lrn_param { local_size: 17 }"),
+                                               Mode::GPU),
+            "CAFFE");
+}
+
+TEST(LayerEngineTest, ExplicitCudnnThatCannotRunIsAnError) {
+  ExpectError(
+      [] {
+        LayerRegistry<float>::CreateLayer(
+            Param("type: 'Pooling' pooling_param { pool: STOCHASTIC kernel_size: 2 engine: "
+                  "CUDNN }"),
+            Mode::GPU);
+      },
+      {"layer 'l' (Pooling)", "engine CUDNN", "stochastic"});
+}
+
+TEST(LayerEngineTest, GpuModeCreatesTheCudnnClassWithoutTouchingTheDevice) {
+  // Construction only reads the parameters; cuDNN is first called in Forward.
+  auto layer = LayerRegistry<float>::CreateLayer(Param(kConv), Mode::GPU);
+  EXPECT_STREQ(layer->type(), "Convolution");
+}
+#else
+TEST(LayerEngineTest, WithoutCudnnTheGpuGetsCaffe) {
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param(kConv), Mode::GPU), "CAFFE");
+  ExpectError(
+      [] {
+        LayerRegistry<float>::CreateLayer(Param("type: 'ReLU' relu_param { engine: CUDNN }"),
+                                          Mode::GPU);
+      },
+      {"layer 'l' (ReLU)", "engine CUDNN", "does not provide"});
+}
+#endif
+
+TEST(LayerEngineTest, GpuModeWithoutAContextIsAnError) {
+  auto layer = LayerRegistry<float>::CreateLayer(Param("type: 'ReLU'"), Mode::CPU);
+  Blob<float> bottom({2, 3}), top;
+  layer->SetUp({&bottom}, {&top});
+  layer->set_mode(Mode::GPU);
+#ifdef DOPPIO_WITH_CUDA
+  ExpectError([&] { layer->Forward({&bottom}, {&top}); }, {"layer 'l' (ReLU)", "no GPU context"});
+#else
+  ExpectError([&] { layer->Forward({&bottom}, {&top}); }, {"layer 'l' (ReLU)", "no GPU support"});
+#endif
+}
+
+TEST(LayerEngineTest, GpuContextWithoutADeviceIsAClearError) {
+  if (GpuDeviceCount() > 0) GTEST_SKIP() << "a GPU is present";
+  ExpectError([] { GpuContext::Create(0); }, {"GPU 0 requested", "without --gpu"});
+}
+
+}  // namespace
+}  // namespace doppio

@@ -1,0 +1,227 @@
+// The MPI communicator on 2, 3 ranks (and over TCP): every collective, blocking and not,
+// on host buffers and on "device" buffers staged in chunks through pinned memory.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include "doppio/core/common.hpp"
+#include "mpi_test_util.hpp"
+
+namespace doppio {
+namespace {
+
+using mpi_test::World;
+
+TEST(MpiCommunicatorTest, RanksAndNode) {
+  auto comm = World();
+  EXPECT_GE(comm->size(), 1);
+  EXPECT_GE(comm->rank(), 0);
+  EXPECT_LT(comm->rank(), comm->size());
+  // mpiexec starts every rank on this machine.
+  EXPECT_EQ(comm->local_size(), comm->size());
+  EXPECT_EQ(comm->local_rank(), comm->rank());
+  EXPECT_NE(comm->description().find("MPI"), std::string::npos);
+  const std::vector<std::int32_t> ranks = comm->AllgatherValue<std::int32_t>(comm->rank());
+  for (int r = 0; r < comm->size(); ++r) EXPECT_EQ(ranks[r], r);
+}
+
+TEST(MpiCommunicatorTest, AllreduceSumMaxMinEveryType) {
+  auto comm = World();
+  const int n = comm->size();
+  const int r = comm->rank();
+  std::vector<float> f = {1.5f * r, 2.0f, -1.0f * r};
+  comm->Allreduce(f.data(), f.size(), CommType::kFloat, ReduceOp::kSum);
+  EXPECT_FLOAT_EQ(f[0], 1.5f * n * (n - 1) / 2);
+  EXPECT_FLOAT_EQ(f[1], 2.0f * n);
+  std::vector<double> d = {double(r), -double(r)};
+  comm->Allreduce(d.data(), 2, CommType::kDouble, ReduceOp::kMax);
+  EXPECT_EQ(d[0], n - 1);
+  EXPECT_EQ(d[1], 0);
+  std::int64_t i = 10 + r;
+  comm->Allreduce(&i, 1, CommType::kInt64, ReduceOp::kMin);
+  EXPECT_EQ(i, 10);
+  std::uint64_t u = 1ull << 40;
+  comm->Allreduce(&u, 1, CommType::kUInt64, ReduceOp::kSum);
+  EXPECT_EQ(u, (1ull << 40) * n);
+  std::int32_t empty = 0;
+  comm->Allreduce(&empty, 0, CommType::kInt32, ReduceOp::kSum);
+}
+
+TEST(MpiCommunicatorTest, NonBlockingOperationsCompleteInAnyWaitOrder) {
+  auto comm = World();
+  const int n = comm->size();
+  std::vector<std::vector<float>> buffers(6, std::vector<float>(1000));
+  std::vector<CommHandle> handles;
+  for (int b = 0; b < 6; ++b) {
+    std::fill(buffers[b].begin(), buffers[b].end(), float(b + comm->rank()));
+    handles.push_back(comm->IAllreduce(buffers[b].data(), buffers[b].size(), CommType::kFloat,
+                                       ReduceOp::kSum, MemoryKind::kHost,
+                                       "bucket " + std::to_string(b)));
+  }
+  for (int b = 5; b >= 0; --b) {
+    handles[b]->Wait();
+    EXPECT_TRUE(handles[b]->Test());
+    EXPECT_LE(handles[b]->start_time(), handles[b]->end_time());
+    EXPECT_EQ(handles[b]->label(), "bucket " + std::to_string(b));
+    EXPECT_EQ(handles[b]->bytes(), 4000u);
+    const float expected = float(b) * n + float(n * (n - 1) / 2);
+    for (float value : buffers[b]) ASSERT_EQ(value, expected);
+  }
+}
+
+TEST(MpiCommunicatorTest, BroadcastReduceAllgatherBarrierFromEveryRoot) {
+  auto comm = World();
+  const int n = comm->size();
+  for (int root = 0; root < n; ++root) {
+    std::vector<double> values(17, comm->rank() == root ? 3.25 + root : -1.0);
+    comm->Broadcast(values.data(), values.size(), CommType::kDouble, root);
+    for (double value : values) EXPECT_EQ(value, 3.25 + root);
+
+    std::vector<std::int32_t> counts(5, comm->rank() + 1);
+    comm->Reduce(counts.data(), counts.size(), CommType::kInt32, ReduceOp::kSum, root);
+    if (comm->rank() == root) {
+      for (std::int32_t value : counts) EXPECT_EQ(value, n * (n + 1) / 2);
+    } else {
+      // Other ranks' buffers are only read.
+      for (std::int32_t value : counts) EXPECT_EQ(value, comm->rank() + 1);
+    }
+    comm->Barrier();
+  }
+  float mine[2] = {float(comm->rank()), float(-comm->rank())};
+  std::vector<float> all(2 * n);
+  comm->Allgather(mine, all.data(), 2, CommType::kFloat);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(all[2 * r], r);
+    EXPECT_EQ(all[2 * r + 1], -r);
+  }
+  EXPECT_THROW(comm->Broadcast(mine, 2, CommType::kFloat, n), Error);
+  EXPECT_THROW(comm->Reduce(mine, 2, CommType::kFloat, ReduceOp::kSum, -1), Error);
+}
+
+TEST(MpiCommunicatorTest, BytesOfDifferentLengths) {
+  auto comm = World();
+  std::string text = comm->rank() == 0 ? std::string("from rank 0\0with a zero", 23) : "x";
+  comm->BroadcastBytes(&text, 0);
+  EXPECT_EQ(text, std::string("from rank 0\0with a zero", 23));
+  std::string empty = comm->rank() == 0 ? "" : "ignored";
+  comm->BroadcastBytes(&empty, 0);
+  EXPECT_EQ(empty, "");
+  // Rank r sends r copies of its digit (rank 0 nothing).
+  const std::string mine(comm->rank(), static_cast<char>('0' + comm->rank() % 10));
+  for (int root = 0; root < comm->size(); ++root) {
+    const std::vector<std::string> parts = comm->GatherBytes(mine, root);
+    if (comm->rank() == root) {
+      ASSERT_EQ(static_cast<int>(parts.size()), comm->size());
+      for (int r = 0; r < comm->size(); ++r) {
+        EXPECT_EQ(parts[r], std::string(r, static_cast<char>('0' + r % 10)));
+      }
+    } else {
+      EXPECT_TRUE(parts.empty());
+    }
+  }
+}
+
+TEST(MpiCommunicatorTest, LargeAllreduceIsExact) {
+  auto comm = World();
+  // 24 MB: the large-message protocols of the transport.
+  std::vector<float> big(6 << 20);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = float(i % 1000) + comm->rank();
+  comm->Allreduce(big.data(), big.size(), CommType::kFloat, ReduceOp::kSum);
+  const int n = comm->size();
+  for (std::size_t i = 0; i < big.size(); i += 997) {
+    ASSERT_EQ(big[i], float(i % 1000) * n + float(n * (n - 1) / 2)) << i;
+  }
+}
+
+// "Device" memory that is host memory, counting the staged copies.
+class FakeDevice : public DeviceMemoryOps {
+ public:
+  void* AllocatePinned(std::size_t bytes) override {
+    ++allocations;
+    return std::malloc(bytes);
+  }
+  void FreePinned(void* pointer) override {
+    ++frees;
+    std::free(pointer);
+  }
+  void CopyToHost(void* host, const void* device, std::size_t bytes) override {
+    ++to_host;
+    std::memcpy(host, device, bytes);
+  }
+  void CopyToDevice(void* device, const void* host, std::size_t bytes) override {
+    ++to_device;
+    std::memcpy(device, host, bytes);
+  }
+  int allocations = 0, frees = 0, to_host = 0, to_device = 0;
+};
+
+TEST(MpiCommunicatorTest, DeviceBuffersAreStagedInChunks) {
+  auto comm = World();
+  const int n = comm->size();
+  const int r = comm->rank();
+  EXPECT_THROW(comm->IAllreduce(nullptr, 4, CommType::kFloat, ReduceOp::kSum, MemoryKind::kDevice,
+                                "no device support"),
+               Error);
+  auto device = std::make_shared<FakeDevice>();
+  // 1000-byte chunks: 250 floats.
+  comm->set_device_memory_ops(device, 1000);
+  std::vector<float> gradients(2600);
+  for (std::size_t i = 0; i < gradients.size(); ++i) gradients[i] = float(i) + r;
+  comm->Allreduce(gradients.data(), gradients.size(), CommType::kFloat, ReduceOp::kSum,
+                  "staged allreduce", MemoryKind::kDevice);
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    ASSERT_EQ(gradients[i], float(i) * n + float(n * (n - 1) / 2)) << i;
+  }
+  // 11 chunks, each copied in and out; only two pinned buffers ever exist.
+  EXPECT_EQ(device->to_host, 11);
+  EXPECT_EQ(device->to_device, 11);
+  EXPECT_EQ(device->allocations, 2);
+
+  std::vector<double> weights(300, r == 1 % n ? 2.5 : 0.0);
+  comm->Broadcast(weights.data(), weights.size(), CommType::kDouble, 1 % n, "staged broadcast",
+                  MemoryKind::kDevice);
+  for (double value : weights) ASSERT_EQ(value, 2.5);
+  std::vector<std::int32_t> counts(700, r + 1);
+  comm->Reduce(counts.data(), counts.size(), CommType::kInt32, ReduceOp::kSum, 0, "staged reduce",
+               MemoryKind::kDevice);
+  for (std::int32_t value : counts) ASSERT_EQ(value, r == 0 ? n * (n + 1) / 2 : r + 1);
+  // Non-blocking staged operations queue behind each other in order.
+  std::vector<float> a(1000, 1.0f), b(10, 2.0f);
+  auto first = comm->IAllreduce(a.data(), a.size(), CommType::kFloat, ReduceOp::kSum,
+                                MemoryKind::kDevice, "a");
+  auto second = comm->IAllreduce(b.data(), b.size(), CommType::kFloat, ReduceOp::kSum,
+                                 MemoryKind::kHost, "b");
+  second->Wait();
+  first->Wait();
+  EXPECT_EQ(a[999], float(n));
+  EXPECT_EQ(b[0], 2.0f * n);
+  comm->set_device_memory_ops(nullptr, 1000);
+  EXPECT_EQ(device->frees, device->allocations);
+}
+
+TEST(MpiCommunicatorTest, ConcurrentIssueFromTwoThreadsInAgreedOrder) {
+  // The communication thread serialises MPI: a second thread may issue and wait too, as
+  // long as every rank issues in the same order (here: one after the other, by a latch).
+  auto comm = World();
+  std::vector<float> x(64, 1.0f);
+  std::thread helper([&] {
+    comm->Allreduce(x.data(), x.size(), CommType::kFloat, ReduceOp::kSum, "from a thread");
+  });
+  helper.join();
+  comm->Barrier();
+  EXPECT_EQ(x[0], float(comm->size()));
+}
+
+TEST(MpiCommunicatorTest, TimeoutIsValidated) {
+  auto comm = World();
+  const double before = comm->timeout();
+  EXPECT_THROW(comm->set_timeout(-1), Error);
+  comm->set_timeout(12.5);
+  EXPECT_EQ(comm->timeout(), 12.5);
+  comm->set_timeout(before);
+}
+
+}  // namespace
+}  // namespace doppio

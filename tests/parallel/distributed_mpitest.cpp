@@ -1,0 +1,532 @@
+// Data-parallel training as an MPI job of 1, 2 or 4 ranks (and over TCP), against one process
+// trained on the same data: the correctness invariant of DESIGN section 5 (N ranks with batch
+// B give the weights of 1 rank with batch N*B) for every --sync mode, with SGD and Adam,
+// iter_size 2 and shared parameters; the real Data layer reads its shard of a generated LMDB.
+// Also the broadcast of rank 0's weights, the test-phase sums, resuming with another number
+// of ranks, agreement on stop requests, the timeline, and the refusals of bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "doppio/parallel/distributed_solver.hpp"
+#include "doppio/solvers/solver_registry.hpp"
+#include "mpi_test_util.hpp"
+#include "parallel_test_data.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+using mpi_test::World;
+namespace fs = std::filesystem;
+
+constexpr int kBatch = 3;  // per rank
+constexpr int kTrainRecords = 61;
+constexpr int kTestRecords = 29;
+
+void WriteLmdb(const std::string& path, int first, int count) {
+  parallel_test::WriteRecords(path, first, count);
+}
+
+std::string Net(const std::string& dir, int train_batch, int test_batch, bool shared = false,
+                int hidden = 12) {
+  std::ostringstream s;
+  const std::string share = shared ? "param { name: 'sq' } param { } " : "";
+  s << "name: 'tiny' "
+    << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: TRAIN } "
+    << "  transform_param { scale: 0.00390625 } "
+    << "  data_param { source: '" << dir << "/train' batch_size: " << train_batch
+    << " backend: LMDB } } "
+    << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: TEST } "
+    << "  transform_param { scale: 0.00390625 } "
+    << "  data_param { source: '" << dir << "/test' batch_size: " << test_batch
+    << " backend: LMDB } } "
+    << "layer { name: 'conv1' type: 'Convolution' bottom: 'data' top: 'conv1' "
+    << "  convolution_param { num_output: 3 kernel_size: 3 pad: 1 "
+    << "    weight_filler { type: 'gaussian' std: 0.3 } bias_filler { type: 'constant' value: 0.1 "
+       "} } } "
+    << "layer { name: 'relu1' type: 'ReLU' bottom: 'conv1' top: 'conv1' } "
+    << "layer { name: 'pool1' type: 'Pooling' bottom: 'conv1' top: 'pool1' "
+    << "  pooling_param { pool: MAX kernel_size: 2 stride: 2 } } "
+    << "layer { name: 'ip1' type: 'InnerProduct' bottom: 'pool1' top: 'ip1' " << share
+    << "  inner_product_param { num_output: " << hidden
+    << "    weight_filler { type: 'gaussian' std: 0.3 } bias_filler { type: 'constant' value: 0.05 "
+       "} } } "
+    << "layer { name: 'relu2' type: 'ReLU' bottom: 'ip1' top: 'ip1' } ";
+  std::string top = "ip1";
+  if (shared) {
+    // The same 12 x 12 weights again: its gradient is final only after ip1's backward.
+    s << "layer { name: 'ip1b' type: 'InnerProduct' bottom: 'ip1' top: 'ip1b' " << share
+      << "  inner_product_param { num_output: 12 bias_filler { type: 'constant' value: 0.02 } } } "
+      << "layer { name: 'relu3' type: 'ReLU' bottom: 'ip1b' top: 'ip1b' } ";
+    top = "ip1b";
+  }
+  s << "layer { name: 'ip2' type: 'InnerProduct' bottom: '" << top << "' top: 'ip2' "
+    << "  inner_product_param { num_output: 4 weight_filler { type: 'gaussian' std: 0.3 } } } "
+    << "layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip2' bottom: 'label' top: 'loss' } "
+    << "layer { name: 'accuracy' type: 'Accuracy' bottom: 'ip2' bottom: 'label' top: 'accuracy' "
+    << "  include { phase: TEST } } ";
+  return s.str();
+}
+
+SolverParameter Param(const std::string& type, const std::string& net, int iter_size = 1,
+                      int max_iter = 6, const std::string& extra = "") {
+  std::string method = type == "Adam" ? "base_lr: 0.01 momentum: 0.9 momentum2: 0.999 delta: 1e-8"
+                                      : "base_lr: 0.05 momentum: 0.9";
+  SolverParameter param = ParseText<SolverParameter>(
+      "type: '" + type + "' " + method +
+      " weight_decay: 0.001 lr_policy: 'fixed' display: 0 random_seed: 5 "
+      "snapshot_after_train: false iter_size: " +
+      std::to_string(iter_size) + " max_iter: " + std::to_string(max_iter));
+  param.MergeFrom(ParseText<SolverParameter>(extra));
+  *param.mutable_net_param() = ParseText<NetParameter>(net);
+  return param;
+}
+
+template <typename Dtype>
+std::vector<Dtype> Weights(const Solver<Dtype>& solver) {
+  const auto& net = *solver.net();
+  return std::vector<Dtype>(net.arena_data(), net.arena_data() + net.arena_count());
+}
+
+void ExpectClose(const std::vector<float>& actual, const std::vector<float>& expected,
+                 const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  int bad = 0;
+  for (std::size_t i = 0; i < actual.size() && bad < 5; ++i) {
+    const float tolerance = 2e-5f + 2e-4f * std::fabs(expected[i]);
+    if (std::fabs(actual[i] - expected[i]) > tolerance) {
+      ADD_FAILURE() << what << ": rank " << World()->rank() << " weight " << i << " is "
+                    << actual[i] << ", one process has " << expected[i];
+      ++bad;
+    }
+  }
+}
+
+// Forwards to the job's communicator, counting the operations by the start of their label.
+class CountingCommunicator : public Communicator {
+ public:
+  explicit CountingCommunicator(std::shared_ptr<Communicator> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  int local_rank() const override { return inner_->local_rank(); }
+  int local_size() const override { return inner_->local_size(); }
+  std::string description() const override { return inner_->description(); }
+  CommHandle IAllreduce(void* buffer, std::size_t count, CommType type, ReduceOp op,
+                        MemoryKind where, const std::string& label) override {
+    Count(label);
+    return inner_->IAllreduce(buffer, count, type, op, where, label);
+  }
+  CommHandle IReduce(void* buffer, std::size_t count, CommType type, ReduceOp op, int root,
+                     MemoryKind where, const std::string& label) override {
+    Count(label);
+    return inner_->IReduce(buffer, count, type, op, root, where, label);
+  }
+  CommHandle IBroadcast(void* buffer, std::size_t count, CommType type, int root, MemoryKind where,
+                        const std::string& label) override {
+    Count(label);
+    return inner_->IBroadcast(buffer, count, type, root, where, label);
+  }
+  CommHandle IAllgather(const void* send, void* recv, std::size_t count, CommType type,
+                        const std::string& label) override {
+    Count(label);
+    return inner_->IAllgather(send, recv, count, type, label);
+  }
+  CommHandle IBarrier(const std::string& label) override {
+    Count(label);
+    return inner_->IBarrier(label);
+  }
+  CommHandle IGatherv(const void* send, std::size_t bytes, void* recv,
+                      const std::vector<std::size_t>& recv_bytes, int root,
+                      const std::string& label) override {
+    Count(label);
+    return inner_->IGatherv(send, bytes, recv, recv_bytes, root, label);
+  }
+  void set_timeout(double seconds) override { inner_->set_timeout(seconds); }
+  double timeout() const override { return inner_->timeout(); }
+  void set_device_memory_ops(std::shared_ptr<DeviceMemoryOps> ops,
+                             std::size_t chunk_bytes) override {
+    inner_->set_device_memory_ops(std::move(ops), chunk_bytes);
+  }
+  void Abort(int exit_code) override { inner_->Abort(exit_code); }
+
+  int count(const std::string& prefix) const {
+    int n = 0;
+    for (const std::string& label : labels) n += label.rfind(prefix, 0) == 0;
+    return n;
+  }
+  std::vector<std::string> labels;
+
+ private:
+  void Count(const std::string& label) { labels.push_back(label); }
+  std::shared_ptr<Communicator> inner_;
+};
+
+class DistributedTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new mpi_test::SharedTempDir();
+    if (World()->rank() == 0) {
+      WriteLmdb(dir_->path() + "/train", 0, kTrainRecords);
+      WriteLmdb(dir_->path() + "/test", 1000, kTestRecords);
+    }
+    World()->Barrier("data sets written");
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static std::string Dir() { return dir_->path(); }
+  static int N() { return World()->size(); }
+
+  ParallelOptions Options(SyncMode mode, double bucket_mb = 0.0001) {
+    ParallelOptions options;
+    options.sync = mode;
+    // About 100 bytes: several buckets for this small net.
+    options.bucket_mb = bucket_mb;
+    return options;
+  }
+
+  // Trains on every rank (batch kBatch each) and compares with one process (batch N*kBatch).
+  void ExpectEquivalence(const std::string& type, int iter_size, bool shared, SyncMode mode) {
+    const std::string what = type + " iter_size " + std::to_string(iter_size) +
+                             (shared ? " shared params" : "") + " --sync=" + SyncModeName(mode) +
+                             " on " + std::to_string(N()) + " ranks";
+    DistributedSolver<float> trainer(Param(type, Net(Dir(), kBatch, kBatch, shared), iter_size),
+                                     World(), Options(mode));
+    if (N() > 1) {
+      EXPECT_GT(trainer.sync().buckets().size(), 2u) << what;
+    }
+    trainer.Solve();
+    EXPECT_EQ(trainer.solver()->iter(), 6);
+    auto single = SolverRegistry<float>::CreateSolver(
+        Param(type, Net(Dir(), N() * kBatch, kBatch, shared), iter_size));
+    single->Solve();
+    ExpectClose(Weights(*trainer.solver()), Weights(*single), what);
+    // The weights moved: the comparison means something.
+    auto initial =
+        SolverRegistry<float>::CreateSolver(Param(type, Net(Dir(), N() * kBatch, kBatch, shared)));
+    EXPECT_NE(Weights(*initial), Weights(*single));
+  }
+
+  static mpi_test::SharedTempDir* dir_;
+};
+mpi_test::SharedTempDir* DistributedTest::dir_ = nullptr;
+
+const SyncMode kModes[] = {SyncMode::kOverlap, SyncMode::kReduceBroadcast, SyncMode::kBlocking};
+
+TEST_F(DistributedTest, EquivalenceSgdEveryMode) {
+  for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, false, mode);
+}
+
+TEST_F(DistributedTest, EquivalenceAdamEveryMode) {
+  for (SyncMode mode : kModes) ExpectEquivalence("Adam", 1, false, mode);
+}
+
+TEST_F(DistributedTest, EquivalenceIterSize2EveryMode) {
+  for (SyncMode mode : kModes) {
+    ExpectEquivalence("SGD", 2, false, mode);
+    ExpectEquivalence("Adam", 2, false, mode);
+  }
+}
+
+TEST_F(DistributedTest, EquivalenceSharedParametersEveryMode) {
+  for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, true, mode);
+}
+
+TEST_F(DistributedTest, IterSizeReducesOncePerUpdate) {
+  for (SyncMode mode : kModes) {
+    auto counting = std::make_shared<CountingCommunicator>(World());
+    DistributedSolver<float> trainer(Param("SGD", Net(Dir(), kBatch, kBatch), 2, 3), counting,
+                                     Options(mode));
+    const int buckets = static_cast<int>(trainer.sync().buckets().size());
+    counting->labels.clear();
+    trainer.Solve();
+    if (N() == 1) {
+      EXPECT_EQ(counting->count("allreduce"), 0);
+      continue;
+    }
+    if (mode == SyncMode::kOverlap) {
+      EXPECT_EQ(counting->count("allreduce bucket"), 3 * buckets);
+    } else if (mode == SyncMode::kReduceBroadcast) {
+      EXPECT_EQ(counting->count("reduce bucket"), 3 * buckets);
+      EXPECT_EQ(counting->count("broadcast weights"), 3);
+    } else {
+      EXPECT_EQ(counting->count("allreduce all gradients"), 3);
+    }
+  }
+}
+
+TEST_F(DistributedTest, BucketsLaunchWhileBackwardGoesOn) {
+  if (N() == 1) GTEST_SKIP() << "one rank communicates nothing";
+  auto counting = std::make_shared<CountingCommunicator>(World());
+  DistributedSolver<float> trainer(Param("SGD", Net(Dir(), kBatch, kBatch), 1, 2), counting,
+                                   Options(SyncMode::kOverlap));
+  auto net = trainer.solver()->net();
+  int conv1 = -1;
+  for (std::size_t i = 0; i < net->layer_names().size(); ++i) {
+    if (net->layer_names()[i] == "conv1") conv1 = static_cast<int>(i);
+  }
+  ASSERT_GE(conv1, 0);
+  // When conv1's backward starts (just after the layer above it finished), the buckets of
+  // the layers above are already on their way.
+  std::vector<int> launched_before_conv1;
+  net->add_after_backward([&](int layer) {
+    if (layer == conv1 + 1) launched_before_conv1.push_back(counting->count("allreduce bucket"));
+  });
+  counting->labels.clear();
+  trainer.Solve();
+  ASSERT_EQ(launched_before_conv1.size(), 2u);
+  const int buckets = static_cast<int>(trainer.sync().buckets().size());
+  EXPECT_GE(launched_before_conv1[0], 1);
+  EXPECT_LT(launched_before_conv1[0], buckets);
+  EXPECT_EQ(counting->count("allreduce bucket"), 2 * buckets);
+}
+
+TEST_F(DistributedTest, RanksStartingFromDifferentSeedsEndWithRank0sWeights) {
+  SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch));
+  param.set_random_seed(100 + 17 * World()->rank());
+  DistributedSolver<float> trainer(param, World(), Options(SyncMode::kOverlap));
+  param.set_random_seed(100);
+  auto rank0 = SolverRegistry<float>::CreateSolver(param);
+  EXPECT_EQ(Weights(*trainer.solver()), Weights(*rank0));
+  const std::vector<std::uint64_t> sums = World()->AllgatherValue(trainer.WeightsChecksum());
+  for (std::uint64_t sum : sums) EXPECT_EQ(sum, sums[0]);
+  if (World()->rank() > 0) {
+    // The others' seeds were different: without the broadcast the weights would differ.
+    param.set_random_seed(100 + 17 * World()->rank());
+    EXPECT_NE(Weights(*SolverRegistry<float>::CreateSolver(param)), Weights(*rank0));
+  }
+}
+
+TEST_F(DistributedTest, TestPhaseScoresEqualTheSingleProcessScores) {
+  // 5 test batches of 3: with 2 ranks 3 + 2 of them, with 4 ranks 2 + 1 + 1 + 1.
+  for (int test_iter : {5, 8}) {
+    const std::string extra =
+        "test_iter: " + std::to_string(test_iter) + " test_interval: 100 test_compute_loss: true";
+    DistributedSolver<float> trainer(Param("SGD", Net(Dir(), kBatch, kBatch), 1, 6, extra), World(),
+                                     Options(SyncMode::kOverlap));
+    auto single = SolverRegistry<float>::CreateSolver(
+        Param("SGD", Net(Dir(), N() * kBatch, kBatch), 1, 6, extra));
+    trainer.solver()->TestAll();
+    single->TestAll();
+    const auto& scores = trainer.solver()->last_test_scores();
+    const auto& expected = single->last_test_scores();
+    ASSERT_EQ(scores.size(), 2u);
+    ASSERT_EQ(expected.size(), 2u);
+    // accuracy, loss
+    EXPECT_NEAR(scores[0], expected[0], 1e-6) << test_iter << " test batches";
+    EXPECT_NEAR(scores[1], expected[1], 1e-5 * std::fabs(expected[1])) << test_iter;
+    // And again after some training, every rank holding the same trained weights. (When
+    // the ranks' shares differ, those with one batch fewer skip one so that every rank
+    // starts the next test at the same place: then the test covers the same number of
+    // consecutive batches, but not the ones a single process reads next.)
+    if (test_iter % N() != 0) continue;
+    trainer.Solve();
+    single->Solve();
+    trainer.solver()->TestAll();
+    single->TestAll();
+    EXPECT_NEAR(trainer.solver()->last_test_scores()[0], single->last_test_scores()[0], 1e-6);
+    EXPECT_NEAR(trainer.solver()->last_test_scores()[1], single->last_test_scores()[1],
+                2e-4 * std::fabs(single->last_test_scores()[1]));
+  }
+}
+
+TEST_F(DistributedTest, ResumeWithADifferentNumberOfRanks) {
+  const std::string prefix = Dir() + "/resume_" + std::to_string(N());
+  // N ranks train 3 iterations and snapshot (rank 0 writes).
+  SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch), 1, 3,
+                                "snapshot: 3 snapshot_prefix: '" + prefix + "_dist'");
+  {
+    DistributedSolver<float> trainer(param, World(), Options(SyncMode::kOverlap));
+    if (World()->rank() > 0) EXPECT_EQ(trainer.rank_param().snapshot(), 0);
+    trainer.Solve();
+  }
+  World()->Barrier();
+  // One process of batch N*B does the same, and goes on to 6 from its own snapshot.
+  SolverParameter single_param = Param("SGD", Net(Dir(), N() * kBatch, kBatch), 1, 3,
+                                       "snapshot: 3 snapshot_prefix: '" + prefix + "_single_" +
+                                           std::to_string(World()->rank()) + "'");
+  SolverRegistry<float>::CreateSolver(single_param)->Solve();
+  single_param.set_max_iter(6);
+  single_param.set_snapshot(0);
+  auto reference = SolverRegistry<float>::CreateSolver(single_param);
+  reference->Solve(prefix + "_single_" + std::to_string(World()->rank()) + "_iter_3.solverstate");
+  // One process resumes the N ranks' snapshot...
+  auto from_ranks = SolverRegistry<float>::CreateSolver(single_param);
+  from_ranks->Solve(prefix + "_dist_iter_3.solverstate");
+  EXPECT_EQ(from_ranks->iter(), 6);
+  ExpectClose(Weights(*from_ranks), Weights(*reference), "1 process resuming N ranks' snapshot");
+  // ...and N ranks resume the one process's snapshot (rank 0 reads it).
+  param.set_max_iter(6);
+  param.set_snapshot(0);
+  DistributedSolver<float> trainer(param, World(), Options(SyncMode::kOverlap));
+  trainer.Solve(prefix + "_single_0_iter_3.solverstate");
+  EXPECT_EQ(trainer.solver()->iter(), 6);
+  ExpectClose(Weights(*trainer.solver()), Weights(*reference),
+              "N ranks resuming 1 process's snapshot");
+}
+
+TEST_F(DistributedTest, AStopRequestOnOneRankStopsEveryRankAtTheSameIteration) {
+  SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch), 1, 20,
+                                "snapshot_after_train: true snapshot_prefix: '" + Dir() + "/stop'");
+  DistributedSolver<float> trainer(param, World(), Options(SyncMode::kOverlap));
+  const int last = N() - 1;
+  int polls = 0;
+  trainer.SetActionFunction([&] {
+    ++polls;
+    if (World()->rank() != last) return SolverAction::NONE;
+    if (polls == 2) return SolverAction::SNAPSHOT;
+    return polls == 4 ? SolverAction::STOP : SolverAction::NONE;
+  });
+  trainer.Solve();
+  EXPECT_EQ(trainer.solver()->iter(), 4);
+  EXPECT_TRUE(trainer.solver()->requested_early_exit());
+  World()->Barrier();
+  // Rank 0 wrote the requested snapshot and the one after training.
+  EXPECT_TRUE(fs::exists(Dir() + "/stop_iter_2.caffemodel"));
+  EXPECT_TRUE(fs::exists(Dir() + "/stop_iter_4.solverstate"));
+}
+
+TEST_F(DistributedTest, TimelineHasEveryRankLayersAndCommunication) {
+  ParallelOptions options = Options(SyncMode::kOverlap);
+  options.timeline_file = Dir() + "/timeline.json";
+  {
+    DistributedSolver<float> trainer(
+        Param("SGD", Net(Dir(), kBatch, kBatch), 1, 3, "test_iter: 4 test_interval: 2"), World(),
+        options);
+    trainer.Solve();
+  }
+  World()->Barrier();
+  std::ifstream in(options.timeline_file);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(json.empty());
+  EXPECT_EQ(json.rfind("{\"displayTimeUnit\"", 0), 0u);
+  for (int r = 0; r < N(); ++r) {
+    EXPECT_NE(json.find("\"args\":{\"name\":\"rank " + std::to_string(r) + "\"}"),
+              std::string::npos);
+  }
+  for (const char* part : {"\"forward conv1\"", "\"backward conv1\"", "\"data wait\"", "\"update\"",
+                           "\"test #0 ip2\""}) {
+    EXPECT_NE(json.find(part), std::string::npos) << part;
+  }
+  if (N() > 1) {
+    EXPECT_NE(json.find("\"allreduce bucket 0"), std::string::npos);
+    EXPECT_NE(json.find("\"wait for gradients\""), std::string::npos);
+  }
+}
+
+TEST_F(DistributedTest, TotalsAccountForComputeAndCommunication) {
+  DistributedSolver<float> trainer(Param("SGD", Net(Dir(), kBatch, kBatch), 1, 4), World(),
+                                   Options(SyncMode::kOverlap));
+  trainer.Solve();
+  const ParallelTotals& totals = trainer.totals();
+  EXPECT_EQ(totals.iterations, 4);
+  EXPECT_GT(totals.compute, 0);
+  EXPECT_GE(totals.iteration, totals.compute);
+  EXPECT_LE(totals.hidden, totals.comm + 1e-9);
+  if (N() == 1) {
+    EXPECT_EQ(totals.comm, 0);
+    EXPECT_EQ(totals.wait, 0);
+  } else {
+    EXPECT_GT(totals.comm, 0);
+  }
+  EXPECT_EQ(trainer.batch_per_rank(), kBatch);
+}
+
+// --- Bad input: refused on every rank, naming the rank, never a hang. ---
+
+#define EXPECT_AGREED_ERROR(statement, ...)                                   \
+  do {                                                                        \
+    bool thrown = false;                                                      \
+    try {                                                                     \
+      statement;                                                              \
+    } catch (const AgreedError& error) {                                      \
+      thrown = true;                                                          \
+      const std::string message = error.what();                               \
+      for (const std::string& part : std::vector<std::string>{__VA_ARGS__}) { \
+        EXPECT_NE(message.find(part), std::string::npos)                      \
+            << "message '" << message << "' lacks '" << part << "'";          \
+      }                                                                       \
+    }                                                                         \
+    EXPECT_TRUE(thrown) << "expected AgreedError from " #statement;           \
+  } while (0)
+
+TEST_F(DistributedTest, MismatchedNetsAreRefusedNamingTheRank) {
+  if (N() == 1) GTEST_SKIP();
+  const int last = N() - 1;
+  const int hidden = World()->rank() == last ? 11 : 12;
+  EXPECT_AGREED_ERROR(
+      DistributedSolver<float>(Param("SGD", Net(Dir(), kBatch, kBatch, false, hidden)), World(),
+                               Options(SyncMode::kOverlap)),
+      "rank " + std::to_string(last) + " has different nets", "refusing to train");
+}
+
+TEST_F(DistributedTest, MismatchedBucketsAndSolverSettingsAreRefused) {
+  if (N() == 1) GTEST_SKIP();
+  const bool odd = World()->rank() % 2 == 1;
+  const std::string odd_ranks = N() > 3 ? "ranks 1, 3 have" : "rank 1 has";
+  EXPECT_AGREED_ERROR(DistributedSolver<float>(Param("SGD", Net(Dir(), kBatch, kBatch)), World(),
+                                               Options(SyncMode::kOverlap, odd ? 0.001 : 0.0001)),
+                      odd_ranks + " different gradient bucket layout");
+  EXPECT_AGREED_ERROR(
+      DistributedSolver<float>(Param("SGD", Net(Dir(), kBatch, kBatch)), World(),
+                               Options(odd ? SyncMode::kBlocking : SyncMode::kOverlap)),
+      "different gradient bucket layout");
+  SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch));
+  if (odd) param.set_max_iter(7);
+  EXPECT_AGREED_ERROR(DistributedSolver<float>(param, World(), Options(SyncMode::kOverlap)),
+                      odd_ranks + " different solver settings");
+}
+
+TEST_F(DistributedTest, ARankThatCannotBuildItsSolverStopsEveryRank) {
+  const int last = N() - 1;
+  SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch));
+  if (World()->rank() == last) param.mutable_net_param()->mutable_layer(3)->set_type("NoSuchLayer");
+  if (N() == 1) {
+    EXPECT_THROW(DistributedSolver<float>(param, World(), Options(SyncMode::kOverlap)), Error);
+    return;
+  }
+  EXPECT_AGREED_ERROR(DistributedSolver<float>(param, World(), Options(SyncMode::kOverlap)),
+                      "rank " + std::to_string(last) + " could not set up its solver",
+                      "NoSuchLayer");
+}
+
+TEST_F(DistributedTest, AnUnreadableSnapshotStopsEveryRank) {
+  DistributedSolver<float> trainer(Param("SGD", Net(Dir(), kBatch, kBatch)), World(),
+                                   Options(SyncMode::kOverlap));
+  EXPECT_AGREED_ERROR(trainer.Solve(Dir() + "/absent.solverstate"), "absent.solverstate");
+  EXPECT_EQ(trainer.solver()->iter(), 0);
+}
+
+TEST_F(DistributedTest, BadOptionsAndTooFewTestBatchesAreRefused) {
+  EXPECT_AGREED_ERROR(DistributedSolver<float>(Param("SGD", Net(Dir(), kBatch, kBatch)), World(),
+                                               Options(SyncMode::kOverlap, 0)),
+                      "--bucket_mb");
+  if (N() == 1) return;
+  EXPECT_AGREED_ERROR(
+      DistributedSolver<float>(Param("SGD", Net(Dir(), kBatch, kBatch), 1, 6,
+                                     "test_iter: " + std::to_string(N() - 1) + " test_interval: 2"),
+                               World(), Options(SyncMode::kOverlap)),
+      "test_iter #0", "fewer than the " + std::to_string(N()) + " ranks");
+}
+
+TEST_F(DistributedTest, LearningRateScalingAndWarmUpAreExplicit) {
+  ParallelOptions options = Options(SyncMode::kOverlap);
+  options.scale_lr = true;
+  options.lr_warmup_iters = 10;
+  DistributedSolver<float> trainer(Param("SGD", Net(Dir(), kBatch, kBatch)), World(), options);
+  EXPECT_FLOAT_EQ(trainer.rank_param().base_lr(), 0.05f * N());
+  EXPECT_EQ(trainer.rank_param().warmup_iter(), 10);
+  EXPECT_FLOAT_EQ(trainer.rank_param().warmup_start_factor(), 1.0f / N());
+  DistributedSolver<float> plain(Param("SGD", Net(Dir(), kBatch, kBatch)), World(),
+                                 Options(SyncMode::kOverlap));
+  EXPECT_FLOAT_EQ(plain.rank_param().base_lr(), 0.05f);
+}
+
+}  // namespace
+}  // namespace doppio

@@ -1,0 +1,73 @@
+// `doppio time/test/train --gpu` as a user runs them: on the GPU when there is one, and a
+// clear error (non-zero exit, naming --gpu or the missing device) when there is none or the
+// build has no GPU support. device_query lists what there is.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "cli_test_util.hpp"
+#include "doppio/core/gpu_context.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+cli_test::Result RunFromSourceRoot(const std::string& args) {
+  TempDir dir;
+  std::vector<std::string> argv;
+  std::istringstream words(args);
+  for (std::string word; words >> word;) argv.push_back(word);
+  const std::string cwd = std::filesystem::current_path();
+  std::filesystem::current_path(DOPPIO_SOURCE_DIR);
+  cli_test::Result result = cli_test::RunDoppio(argv, dir.path() + "/log");
+  std::filesystem::current_path(cwd);
+  return result;
+}
+
+const char* kTimeLeNet =
+    "time --model=models/lenet/train_val.prototxt --iterations=2 --input_shape=1,28,28 "
+    "--batch=4 --gpu=0";
+
+TEST(GpuFlag, TimeOnTheGpuOrAClearError) {
+  const cli_test::Result run = RunFromSourceRoot(kTimeLeNet);
+  if (GpuDeviceCount() > 0) {
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find("Average Forward-Backward"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("GPU 0"), std::string::npos) << run.output;
+  } else {
+    EXPECT_NE(run.exit_code, 0) << run.output;
+    EXPECT_TRUE(run.output.find("GPU 0 requested") != std::string::npos ||
+                run.output.find("no GPU support") != std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("without --gpu"), std::string::npos) << run.output;
+  }
+}
+
+TEST(GpuFlag, BadDeviceIdIsAnError) {
+  const cli_test::Result run = RunFromSourceRoot(
+      "time --model=models/lenet/train_val.prototxt --iterations=1 --input_shape=1,28,28 "
+      "--batch=2 --gpu=99");
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("GPU"), std::string::npos) << run.output;
+}
+
+TEST(GpuFlag, BadAlgorithmChoiceIsAnError) {
+  if (GpuDeviceCount() == 0) GTEST_SKIP() << "no CUDA device: --gpu fails before the flag is read";
+  const cli_test::Result run = RunFromSourceRoot(std::string(kTimeLeNet) + " --cudnn_algo=fastest");
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("--cudnn_algo"), std::string::npos) << run.output;
+}
+
+TEST(GpuFlag, DeviceQueryListsTheDevices) {
+  const cli_test::Result run = RunFromSourceRoot("device_query");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("CPU:"), std::string::npos) << run.output;
+  if (GpuDeviceCount() > 0) {
+    EXPECT_NE(run.output.find("Device id:"), std::string::npos) << run.output;
+  }
+}
+
+}  // namespace
+}  // namespace doppio
