@@ -8,6 +8,7 @@
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/thread_pool.hpp"
 
 namespace doppio {
 
@@ -80,12 +81,26 @@ void LRNLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top) {
   width_ = in.shape(3);
   top[0]->ReshapeLike(in);
   scale_.ReshapeLike(in);
-  const size_t plane = static_cast<size_t>(height_) * width_;
-  const size_t image = region_ == LRNParameter::ACROSS_CHANNELS ? plane * channels_ : plane;
-  accum_.resize(plane);
-  row_.resize(region_ == LRNParameter::WITHIN_CHANNEL ? plane : 0);
-  power_.resize(image);
-  ratio_.resize(image);
+  plane_size_ = static_cast<size_t>(height_) * width_;
+  image_size_ = region_ == LRNParameter::ACROSS_CHANNELS ? plane_size_ * channels_ : plane_size_;
+  row_size_ = region_ == LRNParameter::WITHIN_CHANNEL ? plane_size_ : 0;
+  work_size_ = plane_size_ + 2 * image_size_ + row_size_;
+}
+
+template <typename Dtype>
+void LRNLayer<Dtype>::PrepareWork(int parts) {
+  if (work_.size() < work_size_ * parts) work_.resize(work_size_ * parts);
+}
+
+template <typename Dtype>
+typename LRNLayer<Dtype>::Work LRNLayer<Dtype>::WorkOf(int part) {
+  Dtype* base = work_.data() + work_size_ * part;
+  Work work;
+  work.accum = base;
+  work.power = work.accum + plane_size_;
+  work.ratio = work.power + image_size_;
+  work.row = work.ratio + image_size_;
+  return work;
 }
 
 template <typename Dtype>
@@ -103,10 +118,11 @@ void LRNLayer<Dtype>::NegativePower(int n, const Dtype* s, Dtype* out) const {
 }
 
 template <typename Dtype>
-void LRNLayer<Dtype>::CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale) {
+void LRNLayer<Dtype>::CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale,
+                                          const Work& work) {
   const int plane = height_ * width_;
   const Dtype a = alpha_ / size_;
-  Dtype* acc = accum_.data();
+  Dtype* acc = work.accum;
   std::fill(acc, acc + plane, Dtype(0));
   for (int j = 0; j < std::min(pre_pad_, channels_); ++j) {
     const Dtype* x = in + static_cast<size_t>(j) * plane;
@@ -136,19 +152,20 @@ void LRNLayer<Dtype>::CrossChannelForward(const Dtype* in, Dtype* out, Dtype* sc
 
 template <typename Dtype>
 void LRNLayer<Dtype>::CrossChannelBackward(const Dtype* in, const Dtype* top_diff,
-                                           const Dtype* scale, Dtype* bottom_diff) {
+                                           const Dtype* scale, Dtype* bottom_diff,
+                                           const Work& work) {
   // With p = scale^-beta and top = x p:
   //   d loss / d x_c = top_diff_c p_c
   //                    - 2 alpha beta / n * x_c * sum over windows containing c of
   //                      top_diff_j * x_j * p_j / scale_j.
   const int plane = height_ * width_;
   const int count = channels_ * plane;
-  Dtype* p = power_.data();
-  Dtype* ratio = ratio_.data();
+  Dtype* p = work.power;
+  Dtype* ratio = work.ratio;
   NegativePower(count, scale, p);
   for (int i = 0; i < count; ++i) ratio[i] = top_diff[i] * in[i] * p[i] / scale[i];
   const Dtype factor = Dtype(2) * alpha_ * beta_ / size_;
-  Dtype* acc = accum_.data();
+  Dtype* acc = work.accum;
   std::fill(acc, acc + plane, Dtype(0));
   for (int j = 0; j < std::min(pre_pad_, channels_); ++j) {
     const Dtype* r = ratio + static_cast<size_t>(j) * plane;
@@ -174,9 +191,8 @@ void LRNLayer<Dtype>::CrossChannelBackward(const Dtype* in, const Dtype* top_dif
 }
 
 template <typename Dtype>
-void LRNLayer<Dtype>::BoxSum(const Dtype* in, Dtype* out) {
+void LRNLayer<Dtype>::BoxSum(const Dtype* in, Dtype* out, Dtype* rows) {
   // Separable: sliding sums along each row, then along each column.
-  Dtype* rows = row_.data();
   for (int h = 0; h < height_; ++h) {
     const Dtype* r = in + h * width_;
     Dtype* dst = rows + h * width_;
@@ -209,16 +225,17 @@ void LRNLayer<Dtype>::BoxSum(const Dtype* in, Dtype* out) {
 }
 
 template <typename Dtype>
-void LRNLayer<Dtype>::WithinChannelForward(const Dtype* in, Dtype* out, Dtype* scale) {
+void LRNLayer<Dtype>::WithinChannelForward(const Dtype* in, Dtype* out, Dtype* scale,
+                                           const Work& work) {
   const int plane = height_ * width_;
   const Dtype a = alpha_ / (size_ * size_);
-  Dtype* sq = ratio_.data();
-  Dtype* acc = accum_.data();
+  Dtype* sq = work.ratio;
+  Dtype* acc = work.accum;
   for (int c = 0; c < channels_; ++c) {
     const size_t offset = static_cast<size_t>(c) * plane;
     const Dtype* x = in + offset;
     for (int i = 0; i < plane; ++i) sq[i] = x[i] * x[i];
-    BoxSum(sq, acc);
+    BoxSum(sq, acc, work.row);
     Dtype* s = scale + offset;
     for (int i = 0; i < plane; ++i) s[i] = k_ + a * acc[i];
     Dtype* y = out + offset;
@@ -229,14 +246,15 @@ void LRNLayer<Dtype>::WithinChannelForward(const Dtype* in, Dtype* out, Dtype* s
 
 template <typename Dtype>
 void LRNLayer<Dtype>::WithinChannelBackward(const Dtype* in, const Dtype* top_diff,
-                                            const Dtype* scale, Dtype* bottom_diff) {
+                                            const Dtype* scale, Dtype* bottom_diff,
+                                            const Work& work) {
   // As across channels, with the n x n window (symmetric, so the windows containing a
   // position are the window around it) and alpha / n^2.
   const int plane = height_ * width_;
   const Dtype factor = Dtype(2) * alpha_ * beta_ / (size_ * size_);
-  Dtype* p = power_.data();
-  Dtype* ratio = ratio_.data();
-  Dtype* acc = accum_.data();
+  Dtype* p = work.power;
+  Dtype* ratio = work.ratio;
+  Dtype* acc = work.accum;
   for (int c = 0; c < channels_; ++c) {
     const size_t offset = static_cast<size_t>(c) * plane;
     const Dtype* x = in + offset;
@@ -245,7 +263,7 @@ void LRNLayer<Dtype>::WithinChannelBackward(const Dtype* in, const Dtype* top_di
     Dtype* bd = bottom_diff + offset;
     NegativePower(plane, s, p);
     for (int i = 0; i < plane; ++i) ratio[i] = td[i] * x[i] * p[i] / s[i];
-    BoxSum(ratio, acc);
+    BoxSum(ratio, acc, work.row);
     for (int i = 0; i < plane; ++i) bd[i] = td[i] * p[i] - factor * x[i] * acc[i];
   }
 }
@@ -257,14 +275,18 @@ void LRNLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   Dtype* out = top[0]->mutable_cpu_data();
   Dtype* scale = scale_.mutable_cpu_data();
   const size_t image = static_cast<size_t>(channels_) * height_ * width_;
-  for (int n = 0; n < num_; ++n) {
-    const size_t o = n * image;
-    if (region_ == LRNParameter::ACROSS_CHANNELS) {
-      CrossChannelForward(in + o, out + o, scale + o);
-    } else {
-      WithinChannelForward(in + o, out + o, scale + o);
+  PrepareWork(ParallelPartsFor(num_, 1));
+  ParallelFor(num_, 1, [&](int begin, int end, int part) {
+    const Work work = WorkOf(part);
+    for (int n = begin; n < end; ++n) {
+      const size_t o = n * image;
+      if (region_ == LRNParameter::ACROSS_CHANNELS) {
+        CrossChannelForward(in + o, out + o, scale + o, work);
+      } else {
+        WithinChannelForward(in + o, out + o, scale + o, work);
+      }
     }
-  }
+  });
 }
 
 template <typename Dtype>
@@ -276,14 +298,18 @@ void LRNLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>& 
   const Dtype* scale = scale_.cpu_data();
   Dtype* bottom_diff = bottom[0]->mutable_cpu_diff();
   const size_t image = static_cast<size_t>(channels_) * height_ * width_;
-  for (int n = 0; n < num_; ++n) {
-    const size_t o = n * image;
-    if (region_ == LRNParameter::ACROSS_CHANNELS) {
-      CrossChannelBackward(in + o, top_diff + o, scale + o, bottom_diff + o);
-    } else {
-      WithinChannelBackward(in + o, top_diff + o, scale + o, bottom_diff + o);
+  PrepareWork(ParallelPartsFor(num_, 1));
+  ParallelFor(num_, 1, [&](int begin, int end, int part) {
+    const Work work = WorkOf(part);
+    for (int n = begin; n < end; ++n) {
+      const size_t o = n * image;
+      if (region_ == LRNParameter::ACROSS_CHANNELS) {
+        CrossChannelBackward(in + o, top_diff + o, scale + o, bottom_diff + o, work);
+      } else {
+        WithinChannelBackward(in + o, top_diff + o, scale + o, bottom_diff + o, work);
+      }
     }
-  }
+  });
 }
 
 DOPPIO_INSTANTIATE_CLASS(LRNLayer);

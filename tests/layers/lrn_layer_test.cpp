@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "doppio/util/thread_pool.hpp"
 #include "gradient_checker.hpp"
 #include "test_util.hpp"
 
@@ -127,6 +128,34 @@ TYPED_TEST(LRNLayerTest, MatchesDefinition) {
         }
       }
     }
+  }
+}
+
+TYPED_TEST(LRNLayerTest, ThreadedMatchesSerial) {
+  // Images are split over the threads, each with its own work space: bit-identical results.
+  for (const std::string region : {"ACROSS_CHANNELS", "WITHIN_CHANNEL"}) {
+    SCOPED_TRACE(region);
+    Blob<TypeParam> bottom({5, 6, 4, 3}), top_diff({5, 6, 4, 3});
+    FillGaussian(&bottom, this->rng_);
+    FillGaussian(&top_diff, this->rng_);
+    std::vector<TypeParam> results[2][2];
+    for (int run = 0; run < 2; ++run) {
+      ThreadPool pool(run == 0 ? 1 : 3);
+      ThreadPool::Scope use(&pool);
+      Blob<TypeParam> in, top;
+      in.CopyFrom(bottom, false, true);
+      std::vector<Blob<TypeParam>*> b = {&in}, t = {&top};
+      LRNLayer<TypeParam> layer(
+          this->Param("local_size: 3 alpha: 0.5 beta: 0.75 k: 1 norm_region: " + region));
+      layer.SetUp(b, t);
+      layer.Forward(b, t);
+      cpu_copy(top.count(), top_diff.cpu_data(), top.mutable_cpu_diff());
+      layer.Backward(t, {true}, b);
+      results[run][0].assign(top.cpu_data(), top.cpu_data() + top.count());
+      results[run][1].assign(in.cpu_diff(), in.cpu_diff() + in.count());
+    }
+    EXPECT_EQ(results[0][0], results[1][0]);
+    EXPECT_EQ(results[0][1], results[1][1]);
   }
 }
 

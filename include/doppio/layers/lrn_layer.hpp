@@ -36,14 +36,26 @@ class LRNLayer : public Layer<Dtype> {
 #endif
 
  protected:  // the cuDNN engine derives from this class
-  void CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale);
+  // Work space for one image; Forward and Backward split the batch over the thread pool, and
+  // every part has its own.
+  struct Work {
+    Dtype* accum;  // one plane: running window sum
+    Dtype* power;  // scale^-beta
+    Dtype* ratio;  // top_diff * top / scale
+    Dtype* row;    // one plane: horizontal pass of the box sum
+  };
+  // Sizes the work space for `parts` parts.
+  void PrepareWork(int parts);
+  Work WorkOf(int part);
+
+  void CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale, const Work& work);
   void CrossChannelBackward(const Dtype* in, const Dtype* top_diff, const Dtype* scale,
-                            Dtype* bottom_diff);
-  void WithinChannelForward(const Dtype* in, Dtype* out, Dtype* scale);
+                            Dtype* bottom_diff, const Work& work);
+  void WithinChannelForward(const Dtype* in, Dtype* out, Dtype* scale, const Work& work);
   void WithinChannelBackward(const Dtype* in, const Dtype* top_diff, const Dtype* scale,
-                             Dtype* bottom_diff);
+                             Dtype* bottom_diff, const Work& work);
   // out = sum of in over the size x size window around each position (zero padded).
-  void BoxSum(const Dtype* in, Dtype* out);
+  void BoxSum(const Dtype* in, Dtype* out, Dtype* rows);
   // out[i] = s[i]^-beta, with fast paths for the common betas.
   void NegativePower(int n, const Dtype* s, Dtype* out) const;
 
@@ -54,11 +66,9 @@ class LRNLayer : public Layer<Dtype> {
   int num_ = 0, channels_ = 0, height_ = 0, width_ = 0;
 
   Blob<Dtype> scale_;  // kept from Forward for Backward
-  // Per-image work space.
-  std::vector<Dtype> accum_;  // one plane: running window sum
-  std::vector<Dtype> power_;  // scale^-beta
-  std::vector<Dtype> ratio_;  // top_diff * top / scale
-  std::vector<Dtype> row_;    // one plane: horizontal pass of the box sum
+  // Work spaces, one after the other: per part, the sizes below.
+  std::vector<Dtype> work_;
+  size_t plane_size_ = 0, image_size_ = 0, row_size_ = 0, work_size_ = 0;
 #ifdef DOPPIO_WITH_CUDA
   Blob<Dtype> ratio_gpu_;  // WITHIN_CHANNEL Backward_gpu: top_diff * top / scale
 #endif
