@@ -142,6 +142,11 @@ def read_idx(name):
 
 
 def run_pytorch(checkpoints, threads, seed):
+    # libgomp's threads spin while they wait by default; on a machine with more runnable
+    # threads than cores a spinning thread holds the core its partner needs, and LeNet ran six
+    # times slower (600 instead of 95 ms an iteration at load average 12 on 2 cores).
+    # Set before torch loads libgomp.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import numpy
     import torch
     import torch.nn.functional as F
@@ -236,6 +241,8 @@ def main():
             results[run] = run_pytorch(checkpoints, args.threads, args.seed)
         else:
             parser.error("unknown run '%s'" % run)
+        # The machine may be shared: the load while each run ran goes beside its times.
+        results[run]["load_average"] = os.getloadavg()
         for c, point in sorted(results[run]["checkpoints"].items()):
             print("bench: %s iteration %d: accuracy %.4f after %.1f s" % (run, c, point["accuracy"], point["seconds"]), flush=True)
 
@@ -263,6 +270,11 @@ def main():
                     gap = 100 * (mine["accuracy"] - theirs["accuracy"])
                     verdicts.append("%s at %s iterations: %+.2f points against PyTorch (%s)" % (
                         run, format(c, ","), gap, "within 0.5" if abs(gap) <= 0.5 else "NOT within 0.5"))
+    loads = [
+        "%s: %.1f / %.1f / %.1f" % ((run,) + tuple(results[run]["load_average"])) for run in runs
+    ]
+    verdicts.append("load average (1 / 5 / 15 min) at the end of each run on %d cores: %s"
+                    % (os.cpu_count() or 1, "; ".join(loads)))
     text = "\n".join(table + [""] + verdicts) + "\n"
     print("\n" + text)
     with open(os.path.join(RESULTS, "fashion_mnist_lenet.md"), "w") as f:
