@@ -113,7 +113,7 @@ std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> 
 #endif
   base->set_device_memory_ops(MakeGpuMemoryOps(gpu), chunk_bytes);
   LOG(INFO) << "Gradient exchange between the GPUs: MPI, staged through pinned host memory in "
-            << (chunk_bytes >> 10) << " KB chunks (" << choice.reason << ")";
+            << chunk_bytes / 1024.0 << " KB chunks (" << choice.reason << ")";
   return base;
 }
 

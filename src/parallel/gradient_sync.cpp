@@ -204,7 +204,18 @@ void GradientSync<Dtype>::BeginIteration() {
 
 template <typename Dtype>
 Dtype* GradientSync<Dtype>::ArenaDiff() {
-  return net_->gpu_context() ? net_->mutable_arena_gpu_diff() : net_->mutable_arena_diff();
+#ifdef DOPPIO_WITH_CUDA
+  if (net_->gpu_context()) return net_->mutable_arena_gpu_diff();
+#endif
+  return net_->mutable_arena_diff();
+}
+
+template <typename Dtype>
+Dtype* GradientSync<Dtype>::ArenaData() {
+#ifdef DOPPIO_WITH_CUDA
+  if (net_->gpu_context()) return net_->mutable_arena_gpu_data();
+#endif
+  return net_->mutable_arena_data();
 }
 
 template <typename Dtype>
@@ -309,10 +320,8 @@ void GradientSync<Dtype>::AfterUpdate() {
   }
   const double enter = CommClockSeconds();
   // On a GPU the weights are broadcast in device memory, after rank 0's update kernels.
-  Dtype* weights =
-      net_->gpu_context() ? net_->mutable_arena_gpu_data() : net_->mutable_arena_data();
   CommHandle handle = comm_->IBroadcast(
-      weights, net_->arena_count(), CommTypeOf<Dtype>(), 0, ArenaMemory(),
+      ArenaData(), net_->arena_count(), CommTypeOf<Dtype>(), 0, ArenaMemory(),
       "broadcast weights (" + Megabytes(static_cast<double>(net_->arena_count()) * sizeof(Dtype)) +
           ")");
   handle->Wait();

@@ -84,6 +84,7 @@ class GradientSync {
  private:
   // The gradient arena where the net computes: its GPU's memory in GPU mode.
   Dtype* ArenaDiff();
+  Dtype* ArenaData();
   MemoryKind ArenaMemory() const;
   void Launch(int bucket);
   std::string BucketLabel(int bucket) const;
