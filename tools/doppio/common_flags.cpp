@@ -12,7 +12,9 @@
 DEFINE_string(model, "", "The model definition (net prototxt).");
 DEFINE_int32(iterations, 50, "The number of iterations to run.");
 DEFINE_string(phase, "", "Network phase, TRAIN or TEST (each command has its own default).");
-DEFINE_string(gpu, "", "Run on these GPUs, e.g. '0' or '0,1', or 'all'. Empty runs on the CPU.");
+DEFINE_string(gpu, "",
+              "Run on a GPU: '0', a list such as '0,1' (the MPI ranks of a node take its entries "
+              "in turn) or 'all' (local rank i on GPU i). Empty runs on the CPU.");
 DEFINE_string(weights, "",
               "Comma-separated .caffemodel files to initialise the net from (layers copied "
               "by name). Cannot be combined with --snapshot.");
