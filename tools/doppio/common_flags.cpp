@@ -62,7 +62,7 @@ std::vector<int> GpusFromFlag() {
 #ifndef DOPPIO_WITH_CUDA
   DOPPIO_FAIL() << "--gpu=" << FLAGS_gpu
                 << " given, but this build of doppio has no GPU support (built with "
-                   "DOPPIO_CUDA=OFF); leave --gpu out to run on the CPU";
+                   "DOPPIO_CUDA=OFF); run without --gpu to use the CPU";
 #endif
   const GpuRequest request = ParseGpuRequest(FLAGS_gpu);
   if (request.all) return {-1};
