@@ -45,7 +45,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = {
     "lenet": dict(batch=64, shape=(1, 28, 28), warmup=4, measure=16),
     "cifar10_quick": dict(batch=100, shape=(3, 32, 32), warmup=2, measure=8),
-    "alexnet": dict(batch=4, shape=(3, 227, 227), warmup=1, measure=2),
+    "alexnet": dict(batch=4, shape=(3, 227, 227), warmup=1, measure=4),
 }
 CLUSTER = "dpbench"
 
@@ -193,6 +193,8 @@ class Runner:
                                f"{(result.stdout + result.stderr)[-3000:]}")
         stats = analyse(timeline, spec["warmup"], spec["measure"])
         stats["wall"] = wall
+        # The machine's 1-minute load average as the run ends: other work on the shared cores.
+        stats["load"] = os.getloadavg()[0]
         return stats
 
     def cleanup(self):
@@ -211,6 +213,13 @@ def render(rows, cores, seconds):
     lines = [
         f"{cores} CPU cores shared by all hosts: with N hosts each rank has min(1, {cores}/N) "
         "cores, so eff % includes CPU sharing; eff/CPU % takes it out.",
+    ]
+    loads = [r["load"] for r in rows if "load" in r]
+    if loads:
+        lines.append(f"1-minute load average at the end of the runs: {min(loads):.1f} to "
+                     f"{max(loads):.1f}, median {sorted(loads)[len(loads) // 2]:.1f} "
+                     "(other work on the same cores included).")
+    lines += [
         "",
         "| model | batch/rank | hosts | link | --sync | --bucket_mb | ms/iter | comm ms "
         "| exposed ms | hidden % | img/s | eff % | eff/CPU % |",
@@ -233,9 +242,11 @@ def render(rows, cores, seconds):
             eff = f"{100 * base[r['model']] / r['ms']:.0f}"
             eff_cpu = f"{100 * base[r['model']] * max(1.0, r['hosts'] / cores) / r['ms']:.0f}"
         images = r["batch"] * r["hosts"] / (r["ms"] / 1e3)
+        # AlexNet's small batch makes a few images per second: keep a decimal there.
+        images = f"{images:.1f}" if images < 100 else f"{images:.0f}"
         lines.append(
             f"| {r['model']} | {r['batch']} | {r['hosts']} | {r['rate']} | {r['sync']} | {bucket} "
-            f"| {r['ms']:.1f} | {r['comm']:.1f} | {r['exposed']:.1f} | {hidden} | {images:.0f} "
+            f"| {r['ms']:.1f} | {r['comm']:.1f} | {r['exposed']:.1f} | {hidden} | {images} "
             f"| {eff} | {eff_cpu} |")
     lines.append("")
     if seconds is not None:

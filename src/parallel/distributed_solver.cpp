@@ -614,6 +614,8 @@ void DistributedSolver<Dtype>::Solve(const std::string& resume_file) {
     LOG(INFO) << "Restoring previous solver status from " << resume_file;
     Restore(resume_file);
   }
+  // The first test pass runs before any iteration has started: its first span begins here.
+  last_event_ = CommClockSeconds();
   solver_->Solve();
   if (comm_->size() > 1 && options_.sync != SyncMode::kReduceBroadcast) {
     // Every rank applied the same updates: their learned weights must still agree.

@@ -5,6 +5,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/text_format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -121,6 +122,21 @@ void ReadProtoFromBinaryFile(const std::string& path, google::protobuf::Message*
       << path << ": not a valid binary " << message->GetDescriptor()->name();
 }
 
+namespace {
+
+// The process's file-creation mask, read without changing it (umask() can only be read by
+// setting it, which would race with threads creating files).
+mode_t CreationMask() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Umask:", 0) == 0)
+      return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
+  }
+  return 022;
+}
+
+}  // namespace
+
 void WriteFileAtomically(const std::string& contents, const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path target(path);
@@ -129,6 +145,9 @@ void WriteFileAtomically(const std::string& contents, const std::string& path) {
   const int fd = mkstemp(temp.data());
   DOPPIO_ENSURE(fd >= 0) << path << ": cannot create a temporary file in " << folder.string()
                          << " (" << std::strerror(errno) << ")";
+  // mkstemp makes the file private (0600); the file it becomes is created as any other
+  // would be, so that snapshots on a shared file system stay readable by the group.
+  ::fchmod(fd, 0666 & ~CreationMask());
   // DOPPIO_FAULT_WRITE=SUBSTRING makes writes to matching files fail half-way with ENOSPC,
   // so tests can show that a failed snapshot leaves the previous one intact.
   const char* fault = std::getenv("DOPPIO_FAULT_WRITE");

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -439,6 +440,17 @@ TYPED_TEST(NetTest, BinaryNetParameterReadsBackIdentically) {
   NetParameter back;
   ReadProtoFromBinaryFile(path, &back);
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(param, back));
+}
+
+TEST(NetIo, AtomicWriteHonoursTheCreationMask) {
+  TempDir dir;
+  const std::string path = dir.path() + "/weights.caffemodel";
+  const mode_t previous = umask(027);
+  WriteFileAtomically("weights", path);
+  umask(previous);
+  struct stat info;
+  ASSERT_EQ(stat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0640u);
 }
 
 TEST(NetIo, AtomicWriteFailureKeepsOldFile) {
