@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "doppio/parallel/hash.hpp"
-#include "doppio/util/math_functions.hpp"
+#include "doppio/util/device_math.hpp"
 
 namespace doppio {
 
@@ -203,15 +203,38 @@ void GradientSync<Dtype>::BeginIteration() {
 }
 
 template <typename Dtype>
+Dtype* GradientSync<Dtype>::ArenaDiff() {
+#ifdef DOPPIO_WITH_CUDA
+  if (net_->gpu_context()) return net_->mutable_arena_gpu_diff();
+#endif
+  return net_->mutable_arena_diff();
+}
+
+template <typename Dtype>
+Dtype* GradientSync<Dtype>::ArenaData() {
+#ifdef DOPPIO_WITH_CUDA
+  if (net_->gpu_context()) return net_->mutable_arena_gpu_data();
+#endif
+  return net_->mutable_arena_data();
+}
+
+template <typename Dtype>
+MemoryKind GradientSync<Dtype>::ArenaMemory() const {
+  return net_->gpu_context() ? MemoryKind::kDevice : MemoryKind::kHost;
+}
+
+template <typename Dtype>
 void GradientSync<Dtype>::Launch(int bucket) {
   const GradientBucket& slice = buckets_[bucket];
-  Dtype* diff = net_->mutable_arena_diff() + slice.offset;
+  // On a GPU the communicator orders the collective after the backward kernels queued so
+  // far, which write this slice; those queued later go on meanwhile.
+  Dtype* diff = ArenaDiff() + slice.offset;
   if (mode_ == SyncMode::kReduceBroadcast) {
     handles_[bucket] = comm_->IReduce(diff, slice.count, CommTypeOf<Dtype>(), ReduceOp::kSum, 0,
-                                      MemoryKind::kHost, BucketLabel(bucket));
+                                      ArenaMemory(), BucketLabel(bucket));
   } else {
     handles_[bucket] = comm_->IAllreduce(diff, slice.count, CommTypeOf<Dtype>(), ReduceOp::kSum,
-                                         MemoryKind::kHost, BucketLabel(bucket));
+                                         ArenaMemory(), BucketLabel(bucket));
   }
   stats_.bytes += slice.count * sizeof(Dtype);
   ++launched_;
@@ -240,9 +263,8 @@ void GradientSync<Dtype>::FinishGradients() {
     std::ostringstream label;
     label << "allreduce all gradients ("
           << Megabytes(static_cast<double>(end - begin) * sizeof(Dtype)) << ")";
-    waited.push_back(comm_->IAllreduce(net_->mutable_arena_diff() + begin, end - begin,
-                                       CommTypeOf<Dtype>(), ReduceOp::kSum, MemoryKind::kHost,
-                                       label.str()));
+    waited.push_back(comm_->IAllreduce(ArenaDiff() + begin, end - begin, CommTypeOf<Dtype>(),
+                                       ReduceOp::kSum, ArenaMemory(), label.str()));
     stats_.bytes += (end - begin) * sizeof(Dtype);
   } else {
     // Normally every bucket is in flight by now; launch (in order) any that is not.
@@ -253,13 +275,16 @@ void GradientSync<Dtype>::FinishGradients() {
   }
   for (const CommHandle& handle : waited) handle->Wait();
   const double exit = CommClockSeconds();
+  // What follows on the compute stream (the scaling, the update) reads the results.
+  if (ArenaMemory() == MemoryKind::kDevice) comm_->JoinDeviceWork();
   // The sum over ranks becomes the mean: the gradient of the global batch.
   const bool scale = mode_ != SyncMode::kReduceBroadcast || comm_->rank() == 0;
   if (scale) {
     const Dtype factor = Dtype(1) / comm_->size();
-    Dtype* diff = net_->mutable_arena_diff();
+    const DeviceMath<Dtype> math(net_->gpu_context().get());
+    Dtype* diff = ArenaDiff();
     for (const GradientBucket& bucket : buckets_) {
-      cpu_scal(static_cast<int>(bucket.count), factor, diff + bucket.offset);
+      math.scal(static_cast<int>(bucket.count), factor, diff + bucket.offset);
     }
   }
   std::vector<std::pair<double, double>> spans;
@@ -294,11 +319,13 @@ void GradientSync<Dtype>::AfterUpdate() {
     return;
   }
   const double enter = CommClockSeconds();
+  // On a GPU the weights are broadcast in device memory, after rank 0's update kernels.
   CommHandle handle = comm_->IBroadcast(
-      net_->mutable_arena_data(), net_->arena_count(), CommTypeOf<Dtype>(), 0, MemoryKind::kHost,
+      ArenaData(), net_->arena_count(), CommTypeOf<Dtype>(), 0, ArenaMemory(),
       "broadcast weights (" + Megabytes(static_cast<double>(net_->arena_count()) * sizeof(Dtype)) +
           ")");
   handle->Wait();
+  if (ArenaMemory() == MemoryKind::kDevice) comm_->JoinDeviceWork();
   const double exit = CommClockSeconds();
   stats_.wait += exit - enter;
   stats_.comm += handle->end_time() - handle->start_time();

@@ -149,7 +149,22 @@ struct MpiCommunicator::Impl {
   [[noreturn]] void TimedOut(const PendingOp& op);
   void* AcquirePinned();
   void ReleasePinned(void* buffer);
+  // Runs a step of `op`; an error from the device copies of the staged path (a CUDA error)
+  // ends the job, since this thread cannot hand it to the caller.
+  template <typename Step>
+  void Guarded(const PendingOp& op, Step step);
 };
+
+template <typename Step>
+void MpiCommunicator::Impl::Guarded(const PendingOp& op, Step step) {
+  try {
+    step();
+  } catch (const std::exception& error) {
+    LOG(ERROR) << "rank " << rank << ": '" << op.handle->label() << "': " << error.what()
+               << "; aborting the job";
+    AbortJob(1);
+  }
+}
 
 void MpiCommunicator::Impl::Check(int code, const std::string& what) {
   if (code == MPI_SUCCESS) return;
@@ -246,9 +261,13 @@ struct HostOp : PendingOp {
 };
 
 // A collective on device memory through two pinned host chunks: copy a chunk to the host,
-// communicate it while the next one is copied, copy the result back.
+// communicate it while the next one is copied, copy the result back. Nothing is copied
+// before the device work queued ahead of the collective (`fence`) has finished: the kernels
+// that write a gradient bucket may still be running when backward releases it.
 struct StagedOp : PendingOp {
   enum Kind { kAllreduce, kReduce, kBroadcast } kind;
+  std::shared_ptr<DeviceFence> fence;
+  bool fence_reached = false;
   char* device = nullptr;
   std::size_t count = 0;
   CommType type = CommType::kByte;
@@ -298,14 +317,26 @@ struct StagedOp : PendingOp {
     ++next_chunk;
   }
 
+  // Whether the device work ahead of the collective has finished (asked without blocking:
+  // the thread goes on driving the other operations meanwhile).
+  bool FenceReached(MpiCommunicator::Impl& impl) {
+    if (!fence_reached) fence_reached = fence == nullptr || impl.device_ops->Reached(*fence);
+    return fence_reached;
+  }
+
   void Start(MpiCommunicator::Impl& impl) override {
     chunk_elements = std::max<std::size_t>(1, impl.chunk_bytes / CommTypeSize(type));
     chunk_elements = std::min(chunk_elements, kMaxPiece);
     num_chunks = (count + chunk_elements - 1) / chunk_elements;
+    if (num_chunks == 0 || !FenceReached(impl)) return;
     while (next_chunk < num_chunks && in_flight.size() < 2) IssueNext(impl);
   }
 
   bool Progress(MpiCommunicator::Impl& impl) override {
+    if (next_chunk == 0 && num_chunks > 0) {
+      if (!FenceReached(impl)) return false;
+      while (next_chunk < num_chunks && in_flight.size() < 2) IssueNext(impl);
+    }
     while (!in_flight.empty()) {
       InFlight& front = in_flight.front();
       int done = 0;
@@ -499,12 +530,14 @@ void MpiCommunicator::Impl::Run() {
       }
       op->started = CommClockSeconds();
       op->handle->MarkStarted(op->started);
-      op->Start(*this);
+      Guarded(*op, [&] { op->Start(*this); });
       active.push_back(std::move(op));
       progressed = true;
     }
     for (auto it = active.begin(); it != active.end();) {
-      if ((*it)->Progress(*this)) {
+      bool done = false;
+      Guarded(**it, [&] { done = (*it)->Progress(*this); });
+      if (done) {
         // Counted before the waiter wakes: once Wait returns, nothing is in flight for it.
         ++completed;
         (*it)->handle->MarkDone(CommClockSeconds());
@@ -620,6 +653,7 @@ CommHandle MpiCommunicator::IAllreduce(void* buffer, std::size_t count, CommType
     DOPPIO_ENSURE(impl_->device_ops != nullptr)
         << label << ": a device buffer, but this build has no device memory support";
     auto staged = std::make_unique<StagedOp>(StagedOp::kAllreduce);
+    staged->fence = impl_->device_ops->Fence();
     staged->device = static_cast<char*>(buffer);
     staged->count = count;
     staged->type = type;
@@ -641,6 +675,7 @@ CommHandle MpiCommunicator::IReduce(void* buffer, std::size_t count, CommType ty
     DOPPIO_ENSURE(impl_->device_ops != nullptr)
         << label << ": a device buffer, but this build has no device memory support";
     auto staged = std::make_unique<StagedOp>(StagedOp::kReduce);
+    staged->fence = impl_->device_ops->Fence();
     staged->device = static_cast<char*>(buffer);
     staged->count = count;
     staged->type = type;
@@ -664,6 +699,7 @@ CommHandle MpiCommunicator::IBroadcast(void* buffer, std::size_t count, CommType
     DOPPIO_ENSURE(impl_->device_ops != nullptr)
         << label << ": a device buffer, but this build has no device memory support";
     auto staged = std::make_unique<StagedOp>(StagedOp::kBroadcast);
+    staged->fence = impl_->device_ops->Fence();
     staged->device = static_cast<char*>(buffer);
     staged->count = count;
     staged->type = type;

@@ -2,6 +2,9 @@
 // on host buffers and on "device" buffers staged in chunks through pinned memory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -199,6 +202,40 @@ TEST(MpiCommunicatorTest, DeviceBuffersAreStagedInChunks) {
   EXPECT_EQ(b[0], 2.0f * n);
   comm->set_device_memory_ops(nullptr, 1000);
   EXPECT_EQ(device->frees, device->allocations);
+}
+
+// "Device" work that finishes when the test says so: a staged collective must not copy its
+// buffer before then (on a GPU: before the compute stream's kernels have written it).
+class GatedDevice : public FakeDevice {
+ public:
+  std::shared_ptr<DeviceFence> Fence() override { return std::make_shared<DeviceFence>(); }
+  bool Reached(const DeviceFence&) override { return open.load(); }
+  std::atomic<bool> open{false};
+};
+
+TEST(MpiCommunicatorTest, StagedCopiesWaitForTheDeviceFence) {
+  auto comm = World();
+  const int n = comm->size();
+  auto device = std::make_shared<GatedDevice>();
+  comm->set_device_memory_ops(device, 1000);
+  std::vector<float> gradients(600, 1.0f);
+  auto staged = comm->IAllreduce(gradients.data(), gradients.size(), CommType::kFloat,
+                                 ReduceOp::kSum, MemoryKind::kDevice, "gated");
+  // A host collective issued behind it waits too: operations start in issue order.
+  std::int32_t after = 1;
+  auto host = comm->IAllreduce(&after, 1, CommType::kInt32, ReduceOp::kSum, MemoryKind::kHost,
+                               "behind the gated one");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(staged->Test());
+  EXPECT_EQ(device->to_host, 0);
+  // What the "kernels" wrote before the fence opened is what gets reduced.
+  std::fill(gradients.begin(), gradients.end(), 2.0f);
+  device->open = true;
+  staged->Wait();
+  host->Wait();
+  for (float value : gradients) ASSERT_EQ(value, 2.0f * n);
+  EXPECT_EQ(after, n);
+  comm->set_device_memory_ops(nullptr, 1000);
 }
 
 TEST(MpiCommunicatorTest, ConcurrentIssueFromTwoThreadsInAgreedOrder) {

@@ -3,7 +3,9 @@
 // B give the weights of 1 rank with batch N*B) for every --sync mode, with SGD and Adam,
 // iter_size 2 and shared parameters; the real Data layer reads its shard of a generated LMDB.
 // Also the broadcast of rank 0's weights, the test-phase sums, resuming with another number
-// of ranks, agreement on stop requests, the timeline, and the refusals of bad input.
+// of ranks, agreement on stop requests, the timeline, and the refusals of bad input. On a
+// machine with GPUs the equivalence is also checked with the gradients in device memory:
+// ranks sharing one GPU (staged through MPI), and with NCCL when every rank has its own.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +15,8 @@
 #include <sstream>
 
 #include "doppio/parallel/distributed_solver.hpp"
+#include "doppio/parallel/gpu_selection.hpp"
+#include "doppio/parallel/nccl_communicator.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "mpi_test_util.hpp"
 #include "parallel_test_data.hpp"
@@ -146,6 +150,7 @@ class CountingCommunicator : public Communicator {
     Count(label);
     return inner_->IGatherv(send, bytes, recv, recv_bytes, root, label);
   }
+  void JoinDeviceWork() override { inner_->JoinDeviceWork(); }
   void set_timeout(double seconds) override { inner_->set_timeout(seconds); }
   double timeout() const override { return inner_->timeout(); }
   void set_device_memory_ops(std::shared_ptr<DeviceMemoryOps> ops,
@@ -192,19 +197,24 @@ class DistributedTest : public ::testing::Test {
   }
 
   // Trains on every rank (batch kBatch each) and compares with one process (batch N*kBatch).
-  void ExpectEquivalence(const std::string& type, int iter_size, bool shared, SyncMode mode) {
+  // With `gpu`, both train on it, the ranks communicating through `comm`.
+  void ExpectEquivalence(const std::string& type, int iter_size, bool shared, SyncMode mode,
+                         std::shared_ptr<Communicator> comm = World(),
+                         std::shared_ptr<GpuContext> gpu = nullptr) {
     const std::string what = type + " iter_size " + std::to_string(iter_size) +
                              (shared ? " shared params" : "") + " --sync=" + SyncModeName(mode) +
-                             " on " + std::to_string(N()) + " ranks";
+                             " on " + std::to_string(N()) + " ranks" + (gpu ? " on GPUs" : "");
+    ParallelOptions options = Options(mode);
+    options.gpu = gpu;
     DistributedSolver<float> trainer(Param(type, Net(Dir(), kBatch, kBatch, shared), iter_size),
-                                     World(), Options(mode));
+                                     comm, options);
     if (N() > 1) {
       EXPECT_GT(trainer.sync().buckets().size(), 2u) << what;
     }
     trainer.Solve();
     EXPECT_EQ(trainer.solver()->iter(), 6);
     auto single = SolverRegistry<float>::CreateSolver(
-        Param(type, Net(Dir(), N() * kBatch, kBatch, shared), iter_size));
+        Param(type, Net(Dir(), N() * kBatch, kBatch, shared), iter_size), gpu);
     single->Solve();
     ExpectClose(Weights(*trainer.solver()), Weights(*single), what);
     // The weights moved: the comparison means something.
@@ -236,6 +246,45 @@ TEST_F(DistributedTest, EquivalenceIterSize2EveryMode) {
 
 TEST_F(DistributedTest, EquivalenceSharedParametersEveryMode) {
   for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, true, mode);
+}
+
+// --- On GPUs: the same invariant with the gradients in device memory. ---
+
+// A GPU of the job's: TF32 off, so that float32 sums agree to the tolerance of ExpectClose.
+std::shared_ptr<GpuContext> RankGpu(int device) {
+  GpuOptions options;
+  options.tf32_conv = false;
+  options.tf32_gemm = false;
+  return GpuContext::Create(device, options);
+}
+
+TEST_F(DistributedTest, GpuEquivalenceRanksSharingOneGpuStagedThroughMpi) {
+  if (GpuDeviceCount() == 0) GTEST_SKIP() << "no CUDA device (" << GpuUnavailableReason() << ")";
+  // Every rank on GPU 0: NCCL cannot serve ranks that share a device, so the buckets go
+  // through pinned host memory, in chunks small enough that a bucket takes several.
+  auto gpu = RankGpu(0);
+  std::shared_ptr<Communicator> comm = MakeGpuCommunicator(World(), gpu, true, 64);
+  EXPECT_EQ(comm, World());
+  for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, false, mode, comm, gpu);
+  ExpectEquivalence("Adam", 2, true, SyncMode::kOverlap, comm, gpu);
+  World()->set_device_memory_ops(nullptr, std::size_t(4) << 20);
+}
+
+TEST_F(DistributedTest, GpuEquivalenceWithNcclWhenEveryRankHasItsOwnGpu) {
+  if (!kBuiltWithNccl) GTEST_SKIP() << "this build has no NCCL";
+  if (N() == 1) GTEST_SKIP() << "one rank communicates nothing";
+  const int devices = GpuDeviceCount();
+  if (devices < World()->local_size()) {
+    GTEST_SKIP() << "NCCL needs a GPU per rank: " << World()->local_size()
+                 << " ranks on this node, " << devices << " CUDA device(s)";
+  }
+  auto gpu = RankGpu(World()->local_rank());
+  {
+    std::shared_ptr<Communicator> comm = MakeGpuCommunicator(World(), gpu);
+    EXPECT_NE(comm->description().find("NCCL"), std::string::npos) << comm->description();
+    for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, false, mode, comm, gpu);
+    ExpectEquivalence("Adam", 2, true, SyncMode::kOverlap, comm, gpu);
+  }
 }
 
 TEST_F(DistributedTest, IterSizeReducesOncePerUpdate) {

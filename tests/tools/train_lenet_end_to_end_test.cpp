@@ -1,7 +1,7 @@
 // End to end, as a user runs it: models/lenet trained by the doppio binary from a small
 // generated LMDB, with 1 process and with 2 MPI ranks (mpiexec from CMake's FindMPI); the loss
 // falls, the snapshot loads into `doppio test`, and 2 ranks of batch 16 follow the losses of
-// 1 process of batch 32.
+// 1 process of batch 32, on the CPU and (given a GPU) on GPUs.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "../data/data_test_helpers.hpp"
+#include "doppio/core/gpu_context.hpp"
+#include "doppio/parallel/nccl_communicator.hpp"
 #include "doppio/util/io.hpp"
 #include "test_util.hpp"
 
@@ -108,9 +110,12 @@ class TrainLeNetEndToEndTest : public ::testing::Test {
   // Trains, checks the loss falls and the snapshot scores well in `doppio test`; returns the
   // training losses.
   std::vector<std::pair<int, double>> TrainAndTest(const std::string& launcher,
-                                                   const std::string& tag, int batch) {
-    const Output train = Shell(launcher + Doppio() + " train --solver=" + WriteRun(tag, batch));
+                                                   const std::string& tag, int batch,
+                                                   const std::string& flags = "") {
+    const Output train =
+        Shell(launcher + Doppio() + " train --solver=" + WriteRun(tag, batch) + " " + flags);
     EXPECT_EQ(train.exit_code, 0) << train.text;
+    last_log_ = train.text;
     const auto losses = Losses(train.text);
     EXPECT_EQ(losses.size(), 7u) << train.text;
     if (losses.size() < 2) return losses;
@@ -136,6 +141,7 @@ class TrainLeNetEndToEndTest : public ::testing::Test {
     return losses;
   }
   TempDir dir_;
+  std::string last_log_;
 };
 
 TEST_F(TrainLeNetEndToEndTest, OneProcessLearnsAndItsSnapshotScores) {
@@ -151,6 +157,27 @@ TEST_F(TrainLeNetEndToEndTest, TwoRanksLearnLikeOneProcessOfTwiceTheBatch) {
   for (std::size_t i = 0; i < one.size(); ++i) {
     EXPECT_EQ(one[i].first, two[i].first);
     // The same arithmetic up to the order of the gradient sums.
+    EXPECT_NEAR(one[i].second, two[i].second, 0.02 + 0.05 * one[i].second)
+        << "iteration " << one[i].first;
+  }
+}
+
+TEST_F(TrainLeNetEndToEndTest, TwoRanksOnGpusLearnLikeOneProcessOnTheCpu) {
+  if (std::string(DOPPIO_MPIEXEC).empty()) GTEST_SKIP() << "CMake found no mpiexec";
+  if (!DoppioSpeaksMpi()) GTEST_SKIP() << "this doppio has no MPI data-parallel training";
+  const int devices = GpuDeviceCount();
+  if (devices == 0) GTEST_SKIP() << "no CUDA device (" << GpuUnavailableReason() << ")";
+  const auto one = TrainAndTest("", "cpu_np1", 32);
+  // A GPU each when there are two (NCCL, when built), else both ranks on GPU 0 (staged MPI).
+  const bool own = devices >= 2;
+  const auto two = TrainAndTest(Mpiexec(2), "gpu_np2", 16,
+                                std::string(own ? "--gpu=all" : "--gpu=0") + " --tf32_conv=false");
+  EXPECT_NE(last_log_.find("Gradient exchange between the GPUs: " +
+                           std::string(own && kBuiltWithNccl ? "NCCL" : "MPI, staged")),
+            std::string::npos)
+      << last_log_;
+  ASSERT_EQ(one.size(), two.size());
+  for (std::size_t i = 0; i < one.size(); ++i) {
     EXPECT_NEAR(one[i].second, two[i].second, 0.02 + 0.05 * one[i].second)
         << "iteration " << one[i].first;
   }

@@ -2,14 +2,19 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 #include "doppio/core/gpu_context.hpp"
+#include "doppio/parallel/gpu_selection.hpp"
 
 DEFINE_string(model, "", "The model definition (net prototxt).");
 DEFINE_int32(iterations, 50, "The number of iterations to run.");
 DEFINE_string(phase, "", "Network phase, TRAIN or TEST (each command has its own default).");
-DEFINE_string(gpu, "", "Run on these GPUs, e.g. '0' or '0,1', or 'all'. Empty runs on the CPU.");
+DEFINE_string(gpu, "",
+              "Run on a GPU: '0', a list such as '0,1' (the MPI ranks of a node take its entries "
+              "in turn) or 'all' (local rank i on GPU i). Empty runs on the CPU.");
 DEFINE_string(weights, "",
               "Comma-separated .caffemodel files to initialise the net from (layers copied "
               "by name). Cannot be combined with --snapshot.");
@@ -53,38 +58,37 @@ Phase PhaseFromFlag(Phase fallback) {
 std::vector<std::string> StagesFromFlag() { return SplitCommaList(FLAGS_stage); }
 
 std::vector<int> GpusFromFlag() {
-  std::vector<int> gpus;
-  if (FLAGS_gpu.empty()) return gpus;
+  if (FLAGS_gpu.empty()) return {};
 #ifndef DOPPIO_WITH_CUDA
   DOPPIO_FAIL() << "--gpu=" << FLAGS_gpu
                 << " given, but this build of doppio has no GPU support (built with "
-                   "DOPPIO_CUDA=OFF); leave --gpu out to run on the CPU";
+                   "DOPPIO_CUDA=OFF); run without --gpu to use the CPU";
 #endif
-  if (FLAGS_gpu == "all") return {-1};
-  for (const std::string& part : SplitCommaList(FLAGS_gpu)) {
-    char* end = nullptr;
-    long id = std::strtol(part.c_str(), &end, 10);
-    DOPPIO_ENSURE(end != part.c_str() && *end == '\0' && id >= 0)
-        << "--gpu: '" << part << "' is not a device id";
-    gpus.push_back(static_cast<int>(id));
-  }
-  return gpus;
+  const GpuRequest request = ParseGpuRequest(FLAGS_gpu);
+  if (request.all) return {-1};
+  return request.ids;
 }
 
-namespace {
-// This process's rank among those on its node, from the MPI launcher (0 when not launched so).
-int LocalRank() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
-                           "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-    if (const char* value = std::getenv(name)) return std::atoi(value);
+LocalRanks LocalRanksFromLauncher() {
+  LocalRanks local;
+  const std::pair<const char*, const char*> launchers[] = {
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
+      {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+      {"SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}};
+  for (const auto& names : launchers) {
+    const char* rank = std::getenv(names.first);
+    if (rank == nullptr) continue;
+    local.rank = std::max(0, std::atoi(rank));
+    const char* size = std::getenv(names.second);
+    local.size = std::max(local.rank + 1, size != nullptr ? std::atoi(size) : 0);
+    break;
   }
-  return 0;
+  return local;
 }
-}  // namespace
 
-std::shared_ptr<GpuContext> GpuFromFlags() {
-  const std::vector<int> gpus = GpusFromFlag();
-  if (gpus.empty()) return nullptr;
+std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local) {
+  if (GpusFromFlag().empty()) return nullptr;
   GpuOptions options;
   options.tf32_conv = FLAGS_tf32_conv;
   options.tf32_gemm = FLAGS_tf32_gemm;
@@ -99,17 +103,13 @@ std::shared_ptr<GpuContext> GpuFromFlags() {
   DOPPIO_ENSURE(FLAGS_cudnn_workspace_mb >= 0)
       << "--cudnn_workspace_mb must be >= 0, not " << FLAGS_cudnn_workspace_mb;
   options.conv_workspace_limit = static_cast<std::size_t>(FLAGS_cudnn_workspace_mb) << 20;
-  const int local_rank = LocalRank();
-  int device = 0;
-  if (gpus[0] == -1) {  // all: one GPU per local rank
-    const int count = GpuDeviceCount();
+  const GpuRequest request = ParseGpuRequest(FLAGS_gpu);
+  const int count = GpuDeviceCount();
+  if (request.all) {
     DOPPIO_ENSURE(count > 0) << "--gpu=all given, but " << GpuUnavailableReason()
                              << "; run without --gpu to use the CPU";
-    device = local_rank % count;
-  } else {
-    device = gpus[local_rank % gpus.size()];
   }
-  return GpuContext::Create(device, options);
+  return GpuContext::Create(PickLocalGpu(request, local.rank, local.size, count), options);
 }
 
 }  // namespace doppio

@@ -33,11 +33,19 @@ std::vector<std::string> SplitCommaList(const std::string& text);
 // given in a build without GPU support.
 std::vector<int> GpusFromFlag();
 
+// This process's rank among the ranks of its node and their number, from the MPI
+// launcher's environment (0 of 1 when not started by one).
+struct LocalRanks {
+  int rank = 0;
+  int size = 1;
+};
+LocalRanks LocalRanksFromLauncher();
+
 class GpuContext;
-// The GPU this process runs on, from --gpu and the GPU option flags; null without --gpu. With
-// several devices listed (or "all"), the process takes the one at its local rank (from the
-// MPI launcher's environment), so that the ranks on a node spread over its GPUs. Error when
-// the device cannot be opened (no GPU on this machine, a bad id, no GPU support).
-std::shared_ptr<GpuContext> GpuFromFlags();
+// The GPU this process runs on, from --gpu and the GPU option flags; null without --gpu.
+// The ranks of a node spread over its GPUs by their local rank (PickLocalGpu): --gpu=all
+// gives each its own, a list is taken in order. Error when the device cannot be opened (no
+// GPU on this machine, a bad id, more ranks than GPUs for --gpu=all, no GPU support).
+std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local = LocalRanksFromLauncher());
 
 }  // namespace doppio

@@ -13,6 +13,7 @@
 #include "command.hpp"
 #include "common_flags.hpp"
 #include "doppio/parallel/distributed_solver.hpp"
+#include "doppio/parallel/gpu_selection.hpp"
 #include "doppio/parallel/mpi_communicator.hpp"
 #include "doppio/parallel/rank_logging.hpp"
 #include "doppio/solvers/solver_registry.hpp"
@@ -72,8 +73,9 @@ std::shared_ptr<Communicator> MakeCommunicator() {
   return std::make_shared<SelfCommunicator>();
 }
 
-// Reads and checks the flags and the solver file (the same on every rank).
-SolverParameter TrainingParameters(ParallelOptions* options) {
+// Reads and checks the flags and the solver file (the same on every rank). With --gpu each
+// rank opens the GPU its local rank picks.
+SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* options) {
   DOPPIO_ENSURE(!FLAGS_solver.empty()) << "train: --solver is required (the solver prototxt)";
   DOPPIO_ENSURE(FLAGS_snapshot.empty() || FLAGS_weights.empty())
       << "train: give --snapshot to resume training or --weights to fine-tune, not both";
@@ -88,7 +90,7 @@ SolverParameter TrainingParameters(ParallelOptions* options) {
   options->timeline_file = FLAGS_timeline;
   options->scale_lr = FLAGS_scale_lr;
   options->lr_warmup_iters = FLAGS_lr_warmup_iters;
-  options->gpu = GpuFromFlags();
+  options->gpu = GpuFromFlags(LocalRanks{comm.local_rank(), comm.local_size()});
   const std::shared_ptr<GpuContext>& gpu = options->gpu;
 
   SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
@@ -119,7 +121,7 @@ SolverParameter TrainingParameters(ParallelOptions* options) {
   return solver_param;
 }
 
-void TrainOnRanks(const std::shared_ptr<Communicator>& comm) {
+void TrainOnRanks(std::shared_ptr<Communicator> comm) {
   const int size = comm->size();
   if (size > 1 && std::getenv("OPENBLAS_NUM_THREADS") == nullptr &&
       std::getenv("OMP_NUM_THREADS") == nullptr) {
@@ -140,18 +142,15 @@ void TrainOnRanks(const std::shared_ptr<Communicator>& comm) {
   try {
     sigint_effect = ParseSolverAction(FLAGS_sigint_effect, "sigint_effect");
     sighup_effect = ParseSolverAction(FLAGS_sighup_effect, "sighup_effect");
-    solver_param = TrainingParameters(&options);
-    // The gradient exchange works on host memory; on GPUs it needs the device-aware path
-    // (NCCL or staged MPI), which is not there yet.
-    DOPPIO_ENSURE(!options.gpu || size == 1)
-        << "train: --gpu with " << size << " MPI ranks is not supported yet (multi-GPU "
-        << "data-parallel training needs the device-aware gradient exchange); run one rank "
-        << "with --gpu, or the ranks on the CPU";
+    solver_param = TrainingParameters(*comm, &options);
   } catch (const Error& caught) {
     ok = false;
     error = caught.what();
   }
   AgreeOnFailure(*comm, ok, error, "start training");
+  // Gradients on GPUs travel through NCCL when every rank has its own, else through MPI
+  // staged in pinned host memory.
+  if (options.gpu && size > 1) comm = MakeGpuCommunicator(comm, options.gpu);
 
   SignalHandler signal_handler(sigint_effect, sighup_effect);
   DistributedSolver<float> trainer(solver_param, comm, options);

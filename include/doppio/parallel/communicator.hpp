@@ -90,9 +90,16 @@ class CommRequest {
 };
 using CommHandle = std::shared_ptr<CommRequest>;
 
+// A point in the work queued on a device (a CUDA event on the compute stream): a collective
+// on a device buffer issued after it starts only once the work before it has finished.
+class DeviceFence {
+ public:
+  virtual ~DeviceFence() = default;
+};
+
 // Copies between device memory and pinned host memory for the staged path of a
-// communicator that cannot read device memory. The GPU build provides one (cudaMemcpy on a
-// stream of its own); tests use a fake that copies host memory.
+// communicator that cannot read device memory. The GPU build provides one (cudaMemcpyAsync
+// on a stream of its own, see gpu_memory_ops.hpp); tests use a fake that copies host memory.
 class DeviceMemoryOps {
  public:
   virtual ~DeviceMemoryOps() = default;
@@ -101,6 +108,12 @@ class DeviceMemoryOps {
   // Both return once the copy is complete.
   virtual void CopyToHost(void* host, const void* device, std::size_t bytes) = 0;
   virtual void CopyToDevice(void* device, const void* host, std::size_t bytes) = 0;
+  // Called on the thread that issues a collective on a device buffer: marks the device work
+  // queued so far (the kernels that write the buffer), which the staged copies must wait
+  // for. Null: the device has no work queued asynchronously.
+  virtual std::shared_ptr<DeviceFence> Fence() { return nullptr; }
+  // Whether the work before `fence` has finished; polled by the communication thread.
+  virtual bool Reached(const DeviceFence& /*fence*/) { return true; }
 };
 
 // The collectives a data-parallel trainer needs, over the ranks of one job. Every operation
@@ -140,6 +153,12 @@ class Communicator {
   // A hint that now is a good moment to drive the operations in flight (the trainer calls it
   // between layers of backward); cheap, and a no-op where progress needs no help.
   virtual void Poke() {}
+
+  // Makes the device's compute stream wait for the collectives on device buffers issued so
+  // far, for a communicator whose device work runs on a stream of its own (NCCL). Where a
+  // completed handle means the result is already in device memory (the staged path), a
+  // no-op.
+  virtual void JoinDeviceWork() {}
 
   // Seconds a started operation may take before the job is aborted with a message naming
   // the ranks that did not arrive; 0 waits forever.

@@ -47,6 +47,12 @@ struct SyncStats {
 // waits for all of them and divides by the number of ranks. Parameters with lr_mult 0 are
 // not communicated (large ones split the buckets).
 //
+// In GPU mode the buckets are slices of the net's device arena (MemoryKind::kDevice). A
+// bucket is issued as soon as backward has queued the kernels that finish it; the
+// communicator orders the collective after them (an event on the compute stream), so it
+// runs while the kernels queued later still run. Before the update the compute stream
+// joins the communication (Communicator::JoinDeviceWork) and the scaling runs on the GPU.
+//
 // The bucket layout is a function of the net and the options only, so it is the same on
 // every rank; LayoutHash lets the ranks check that before training.
 template <typename Dtype>
@@ -76,6 +82,10 @@ class GradientSync {
   const SyncStats& last_stats() const { return stats_; }
 
  private:
+  // The gradient arena where the net computes: its GPU's memory in GPU mode.
+  Dtype* ArenaDiff();
+  Dtype* ArenaData();
+  MemoryKind ArenaMemory() const;
   void Launch(int bucket);
   std::string BucketLabel(int bucket) const;
 

@@ -19,7 +19,9 @@ namespace doppio {
 //
 // Device buffers (MemoryKind::kDevice) are staged through pinned host memory in chunks of
 // `chunk_bytes`, two chunks in flight, with the DeviceMemoryOps given to
-// set_device_memory_ops (Debian's Open MPI is not CUDA-aware).
+// set_device_memory_ops (Debian's Open MPI is not CUDA-aware). The first copy waits, without
+// blocking the thread, until the device work queued before the collective was issued has
+// finished (DeviceMemoryOps::Fence), and the operations issued after it wait in turn.
 //
 // MPI can be initialised once per process, so there is at most one MpiCommunicator.
 class MpiCommunicator : public Communicator {

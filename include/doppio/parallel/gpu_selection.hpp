@@ -1,0 +1,67 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doppio/core/gpu_context.hpp"
+#include "doppio/parallel/communicator.hpp"
+
+namespace doppio {
+
+// What --gpu asks for: nothing (the CPU), every GPU of the node, or a list of device ids.
+struct GpuRequest {
+  bool all = false;
+  std::vector<int> ids;
+  bool empty() const { return !all && ids.empty(); }
+};
+
+// Parses --gpu's value: "" (the CPU), "all", or device ids separated by commas ("0,1").
+// Throws Error naming --gpu for anything else.
+GpuRequest ParseGpuRequest(const std::string& text);
+
+// The device of the rank at `local_rank` among the `local_size` ranks of its node, which has
+// `device_count` devices. `all`: local rank i takes GPU i, and more ranks on the node than
+// GPUs is an Error that says so. A list: local rank i takes entry i (modulo the length, so
+// that a shorter list makes ranks share GPUs, as "--gpu=0" does for every rank). An id the
+// node does not have is an Error; with no device at all the id is returned as it is, for
+// GpuContext::Create to report why there is none.
+int PickLocalGpu(const GpuRequest& request, int local_rank, int local_size, int device_count);
+
+// Where each rank runs: its node (a hash of the host name) and its device.
+struct RankDevice {
+  std::uint64_t host = 0;
+  std::uint64_t device = 0;
+};
+
+// How device buffers travel between the ranks.
+enum class DeviceCommPath {
+  kNccl,       // NcclCommunicator: every rank has a GPU of its own
+  kStagedMpi,  // MpiCommunicator through pinned host memory (MakeGpuMemoryOps)
+};
+struct DeviceCommChoice {
+  DeviceCommPath path = DeviceCommPath::kStagedMpi;
+  // Why, for the log ("ranks 0 and 1 share GPU 0 of one node").
+  std::string reason;
+};
+// NCCL when it is built and allowed and no two ranks share a device of one node (NCCL
+// cannot run two ranks on one GPU); else the staged MPI path.
+DeviceCommChoice ChooseDeviceCommPath(const std::vector<RankDevice>& ranks, bool nccl_built,
+                                      bool nccl_allowed = true);
+
+// A hash of this machine's host name.
+std::uint64_t HostNameHash();
+
+// Collective over the ranks of `base` (an MpiCommunicator), each training on `gpu`: gathers
+// every rank's (host, device), chooses the path (ChooseDeviceCommPath, with NCCL only when
+// `allow_nccl`), logs it on rank 0, and returns the communicator for the training: an
+// NcclCommunicator over `base`, or `base` itself with GPU staging in chunks of
+// `chunk_bytes`. One rank: `base` as it is.
+std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> base,
+                                                  std::shared_ptr<GpuContext> gpu,
+                                                  bool allow_nccl = true,
+                                                  std::size_t chunk_bytes = std::size_t(4) << 20);
+
+}  // namespace doppio
