@@ -38,8 +38,9 @@ std::vector<int> DataLayer<Dtype>::DataLayerSetUp() {
   }
   reader_ = std::make_unique<ShardedReader>(db_.get(), this->shard_rank_, this->shard_size_,
                                             this->batch_size_, offset);
+  this->batches_per_epoch_ = reader_->sequence().batches_per_epoch();
   LOG(INFO) << who << ": " << num_records << " records in '" << param.source() << "', "
-            << reader_->sequence().batches_per_epoch() << " batches per epoch";
+            << this->batches_per_epoch_ << " batches per epoch";
 
   // The first record of this rank's stream sets the shape of every batch.
   const ShardedReader::Record first = reader_->Peek();

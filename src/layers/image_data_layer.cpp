@@ -104,7 +104,9 @@ std::vector<int> ImageDataLayer<Dtype>::DataLayerSetUp() {
   }
   sequence_ = std::make_unique<ShardSequence>(this->shard_rank_, this->shard_size_,
                                               this->batch_size_, entries_.size(), offset);
-  LOG(INFO) << who << ": " << entries_.size() << " images in '" << param.source() << "'";
+  this->batches_per_epoch_ = sequence_->batches_per_epoch();
+  LOG(INFO) << who << ": " << entries_.size() << " images in '" << param.source() << "', "
+            << this->batches_per_epoch_ << " batches per epoch";
 
   const int first = EntryAt(sequence_->Position(0, 0));
   cv::Mat image;

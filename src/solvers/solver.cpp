@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "doppio/layers/base_data_layer.hpp"
 #include "doppio/solvers/lr_policy.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/solvers/weights.hpp"
@@ -143,6 +144,35 @@ void Solver<Dtype>::InitTrainNet() {
   for (const std::string& weights : param_.weights()) LoadNetWeights(net_.get(), weights);
 }
 
+namespace {
+
+// A test that runs more batches than one pass over its data scores records repeatedly (as
+// in Caffe, the readers wrap around): harmless but slow when the passes are whole, a
+// biased score when they are not. Either way the user should know.
+template <typename Dtype>
+void NoteRepeatedTestRecords(const Net<Dtype>& net, int test_net_id, int test_iter) {
+  for (std::size_t i = 0; i < net.layers().size(); ++i) {
+    const auto* data = dynamic_cast<const BasePrefetchingDataLayer<Dtype>*>(net.layers()[i].get());
+    if (data == nullptr || data->batches_per_epoch() == 0) continue;
+    const std::uint64_t pass = data->batches_per_epoch();
+    const std::uint64_t batches = static_cast<std::uint64_t>(test_iter);
+    if (batches <= pass) continue;
+    std::ostringstream text;
+    text << "Test net #" << test_net_id << " runs " << batches << " batches per test here, but one "
+         << "pass over the data of layer '" << net.layer_names()[i] << "' takes " << pass << ": ";
+    if (batches % pass == 0) {
+      LOG(INFO) << text.str() << "every record is scored " << batches / pass
+                << " times (the same score as test_iter " << pass << ", at " << batches / pass
+                << " times the cost)";
+    } else {
+      LOG(WARNING) << text.str() << "some records are scored more often than others, which "
+                   << "biases the score; make test_iter a multiple of " << pass;
+    }
+  }
+}
+
+}  // namespace
+
 template <typename Dtype>
 void Solver<Dtype>::InitTestNets() {
   const bool has_generic_net = param_.has_net() || param_.has_net_param();
@@ -202,6 +232,9 @@ void Solver<Dtype>::InitTestNets() {
     test_nets_[i] = std::make_shared<Net<Dtype>>(net_params[i], DeriveSeed(seed_, i + 1), gpu_);
     for (const std::string& weights : param_.weights()) {
       LoadNetWeights(test_nets_[i].get(), weights);
+    }
+    if (i < param_.test_iter_size()) {
+      NoteRepeatedTestRecords(*test_nets_[i], i, param_.test_iter(i));
     }
   }
 }

@@ -112,8 +112,8 @@ TYPED_TEST(DropoutLayerTest, BadRatioNamesLayerAndField) {
     DropoutLayer<Dtype> layer(this->Param("TRAIN", ratio, true));
     Blob<Dtype> bottom({4}), top;
     const std::string message = ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); });
-    ExpectContains(message, "layer 'd' (Dropout)");
-    ExpectContains(message, "dropout_ratio");
+    EXPECT_CONTAINS(message, "layer 'd' (Dropout)");
+    EXPECT_CONTAINS(message, "dropout_ratio");
   }
 }
 

@@ -27,8 +27,8 @@ class DummyDataLayerTest : public ::testing::Test {
     std::vector<Blob<Dtype>*> top;
     for (auto& t : tops) top.push_back(&t);
     const std::string message = ErrorMessageOf([&] { layer.SetUp({}, top); });
-    ExpectContains(message, "layer 'dd' (DummyData)");
-    ExpectContains(message, field);
+    EXPECT_CONTAINS(message, "layer 'dd' (DummyData)");
+    EXPECT_CONTAINS(message, field);
   }
 };
 TYPED_TEST_SUITE(DummyDataLayerTest, TestDtypes);

@@ -54,8 +54,8 @@ TYPED_TEST(ExpLayerTest, BadBaseNamesLayerAndField) {
     ExpLayer<Dtype> layer(this->Param(base, 1, 0));
     Blob<Dtype> bottom({2}), top;
     const std::string message = ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); });
-    ExpectContains(message, "layer 'x' (Exp)");
-    ExpectContains(message, "exp_param.base");
+    EXPECT_CONTAINS(message, "layer 'x' (Exp)");
+    EXPECT_CONTAINS(message, "exp_param.base");
   }
 }
 

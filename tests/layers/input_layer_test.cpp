@@ -64,8 +64,8 @@ TYPED_TEST(InputLayerTest, ShapeCountMismatch) {
       "name: 'in' type: 'Input' input_param { shape { dim: 1 } shape { dim: 2 } }"));
   Blob<Dtype> a, b, c;
   const std::string message = ErrorMessageOf([&] { layer.SetUp({}, {&a, &b, &c}); });
-  ExpectContains(message, "layer 'in' (Input)");
-  ExpectContains(message, "input_param.shape");
+  EXPECT_CONTAINS(message, "layer 'in' (Input)");
+  EXPECT_CONTAINS(message, "input_param.shape");
 }
 
 TYPED_TEST(InputLayerTest, ZeroOrNegativeDimension) {
@@ -76,8 +76,8 @@ TYPED_TEST(InputLayerTest, ZeroOrNegativeDimension) {
         std::string("name: 'in' type: 'Input' input_param { shape { ") + dims + " } }"));
     Blob<Dtype> top;
     const std::string message = ErrorMessageOf([&] { layer.SetUp({}, {&top}); });
-    ExpectContains(message, "layer 'in' (Input)");
-    ExpectContains(message, "input_param.shape");
+    EXPECT_CONTAINS(message, "layer 'in' (Input)");
+    EXPECT_CONTAINS(message, "input_param.shape");
   }
 }
 
@@ -86,7 +86,7 @@ TYPED_TEST(InputLayerTest, RejectsBottoms) {
   InputLayer<Dtype> layer(
       ParseText<LayerParameter>("name: 'in' type: 'Input' input_param { shape { dim: 1 } }"));
   Blob<Dtype> bottom({1}), top;
-  ExpectContains(ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); }), "layer 'in' (Input)");
+  EXPECT_CONTAINS(ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); }), "layer 'in' (Input)");
 }
 
 }  // namespace doppio

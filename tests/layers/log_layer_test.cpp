@@ -54,8 +54,8 @@ TYPED_TEST(LogLayerTest, BadBaseNamesLayerAndField) {
     LogLayer<Dtype> layer(this->Param(base, 1, 0));
     Blob<Dtype> bottom({2}), top;
     const std::string message = ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); });
-    ExpectContains(message, "layer 'l' (Log)");
-    ExpectContains(message, "log_param.base");
+    EXPECT_CONTAINS(message, "layer 'l' (Log)");
+    EXPECT_CONTAINS(message, "log_param.base");
   }
 }
 

@@ -139,7 +139,7 @@ TYPED_TEST(PReLULayerTest, BadInputsNameTheLayer) {
   {
     PReLULayer<Dtype> layer(ParseText<LayerParameter>("name: 'p' type: 'PReLU'"));
     Blob<Dtype> bottom({5}), top;
-    ExpectContains(ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); }), "layer 'p' (PReLU)");
+    EXPECT_CONTAINS(ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); }), "layer 'p' (PReLU)");
   }
   {
     // Slopes loaded from weights must match the channel count.
@@ -147,15 +147,15 @@ TYPED_TEST(PReLULayerTest, BadInputsNameTheLayer) {
         "name: 'p' type: 'PReLU' blobs { shape { dim: 4 } data: [1, 2, 3, 4] }");
     PReLULayer<Dtype> layer(param);
     Blob<Dtype> bottom({2, 3}), top;
-    ExpectContains(ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); }), "layer 'p' (PReLU)");
+    EXPECT_CONTAINS(ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); }), "layer 'p' (PReLU)");
   }
   {
     PReLULayer<Dtype> layer(ParseText<LayerParameter>(
         "name: 'p' type: 'PReLU' prelu_param { filler { type: 'nonsense' } }"));
     Blob<Dtype> bottom({2, 3}), top;
     const std::string message = ErrorMessageOf([&] { layer.SetUp({&bottom}, {&top}); });
-    ExpectContains(message, "layer 'p' (PReLU)");
-    ExpectContains(message, "prelu_param.filler");
+    EXPECT_CONTAINS(message, "layer 'p' (PReLU)");
+    EXPECT_CONTAINS(message, "prelu_param.filler");
   }
   {
     // A per-channel layer cannot later take another channel count.
@@ -163,7 +163,7 @@ TYPED_TEST(PReLULayerTest, BadInputsNameTheLayer) {
     Blob<Dtype> bottom({2, 3}), top;
     layer.SetUp({&bottom}, {&top});
     bottom.Reshape({2, 4});
-    ExpectContains(ErrorMessageOf([&] { layer.Forward({&bottom}, {&top}); }), "layer 'p' (PReLU)");
+    EXPECT_CONTAINS(ErrorMessageOf([&] { layer.Forward({&bottom}, {&top}); }), "layer 'p' (PReLU)");
   }
 }
 

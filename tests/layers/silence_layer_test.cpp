@@ -35,8 +35,8 @@ TYPED_TEST(SilenceLayerTest, BlobCounts) {
   using Dtype = TypeParam;
   SilenceLayer<Dtype> layer(ParseText<LayerParameter>("name: 's' type: 'Silence'"));
   Blob<Dtype> a({1}), t;
-  ExpectContains(ErrorMessageOf([&] { layer.SetUp({}, {}); }), "layer 's' (Silence)");
-  ExpectContains(ErrorMessageOf([&] { layer.SetUp({&a}, {&t}); }), "layer 's' (Silence)");
+  EXPECT_CONTAINS(ErrorMessageOf([&] { layer.SetUp({}, {}); }), "layer 's' (Silence)");
+  EXPECT_CONTAINS(ErrorMessageOf([&] { layer.SetUp({&a}, {&t}); }), "layer 's' (Silence)");
 }
 
 }  // namespace doppio

@@ -57,7 +57,7 @@ TYPED_TEST(ThresholdLayerTest, BackwardRefusesToPropagate) {
   layer.Backward({&top}, {false}, {&bottom});
   ExpectValues(bottom, {5, 5, 5}, true);
   const std::string message = ErrorMessageOf([&] { layer.Backward({&top}, {true}, {&bottom}); });
-  ExpectContains(message, "layer 'th' (Threshold)");
+  EXPECT_CONTAINS(message, "layer 'th' (Threshold)");
 }
 
 }  // namespace doppio

@@ -89,9 +89,6 @@ JobResult RunJob(const std::vector<std::string>& command, const std::string& log
   return {code, ReadText(log), seconds};
 }
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE((text).find(part), std::string::npos) << "no '" << (part) << "' in:\n" << (text)
-
 class ParallelCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -82,9 +82,9 @@ inline void ExpectError(const std::function<void()>& f, const std::vector<std::s
   }
 }
 
-inline void ExpectContains(const std::string& text, const std::string& part) {
-  EXPECT_NE(text.find(part), std::string::npos) << "'" << text << "' lacks '" << part << "'";
-}
+// A macro, so that a failure names the caller's line.
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE((text).find(part), std::string::npos) << "no '" << (part) << "' in:\n" << (text)
 
 // Parses a LayerParameter (or any message) from text; fails the test on a parse error.
 template <typename Message>

@@ -38,9 +38,6 @@ layer { name: "ip" type: "InnerProduct" bottom: "data" top: "score"
 layer { name: "prob" type: "Softmax" bottom: "score" top: "prob" }
 )";
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE((text).find(part), std::string::npos) << "no '" << (part) << "' in:\n" << (text)
-
 class ClassifyCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -84,9 +84,6 @@ class PlotTrainingLogTest : public ::testing::Test {
   TempDir dir_;
 };
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE((text).find(part), std::string::npos) << "no '" << (part) << "' in:\n" << (text)
-
 TEST_F(PlotTrainingLogTest, WritesAPngOfACapturedDoppioLog) {
   const ShellResult run =
       Shell(kTool + " " + kCapturedLog + " -o " + Path("lenet.png") + " --print");

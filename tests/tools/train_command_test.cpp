@@ -72,9 +72,6 @@ class TrainCommandTest : public ::testing::Test {
   TempDir dir_;
 };
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE((text).find(part), std::string::npos) << "no '" << (part) << "' in:\n" << (text)
-
 TEST_F(TrainCommandTest, TrainsSnapshotsAndLogsInCaffesForm) {
   const auto result = Train({"--solver=" + Solver("snapshot: 10 test_iter: 2 test_interval: 10")});
   ASSERT_EQ(result.exit_code, 0) << result.output;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   int MaxTopBlobs() const override { return 2; }
   bool AllowForceBackward(int bottom_index) const override { return false; }
 
+  // The batches one pass over this rank's share of the data takes (known after SetUp).
+  std::uint64_t batches_per_epoch() const { return batches_per_epoch_; }
+
  protected:
   // Reads the layer's parameters, opens the source and returns the shape {C, H, W} of one
   // transformed record. Runs on the caller's thread before the prefetch thread starts.
@@ -64,6 +68,8 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   std::unique_ptr<WorkerPool> workers_;
   // {C, H, W} of every record of every batch.
   std::vector<int> record_shape_;
+  // Set by DataLayerSetUp.
+  std::uint64_t batches_per_epoch_ = 0;
 
  private:
   std::unique_ptr<BatchPrefetcher<Dtype>> prefetcher_;
