@@ -14,16 +14,20 @@ __global__ void AddChannelBias(long long n, int channels, int spatial, const Dty
 }  // namespace
 
 template <typename Dtype>
+const Dtype* BaseConvolutionLayer<Dtype>::conv_columns_gpu(const Dtype* input) {
+  if (is_1x1_) return input;
+  GpuContext& gpu = this->gpu();
+  Dtype* buffer = col_buffer_.mutable_gpu_data(gpu);
+  im2col_gpu(gpu, input, conv_in_channels_, conv_input_shape_[0], conv_input_shape_[1], kernel_h_,
+             kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_, dilation_h_, dilation_w_, buffer);
+  return buffer;
+}
+
+template <typename Dtype>
 void BaseConvolutionLayer<Dtype>::forward_gpu_gemm(const Dtype* input, const Dtype* weights,
                                                    Dtype* output) {
   GpuContext& gpu = this->gpu();
-  const Dtype* col = input;
-  if (!is_1x1_) {
-    Dtype* buffer = col_buffer_.mutable_gpu_data(gpu);
-    im2col_gpu(gpu, input, conv_in_channels_, conv_input_shape_[0], conv_input_shape_[1], kernel_h_,
-               kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_, dilation_h_, dilation_w_, buffer);
-    col = buffer;
-  }
+  const Dtype* col = conv_columns_gpu(input);
   const int m = conv_out_channels_ / group_;
   const long long col_offset = static_cast<long long>(kernel_dim_) * conv_out_spatial_dim_;
   const long long out_offset = static_cast<long long>(m) * conv_out_spatial_dim_;
@@ -58,13 +62,7 @@ template <typename Dtype>
 void BaseConvolutionLayer<Dtype>::weight_gpu_gemm(const Dtype* input, const Dtype* output,
                                                   Dtype* weights) {
   GpuContext& gpu = this->gpu();
-  const Dtype* col = input;
-  if (!is_1x1_) {
-    Dtype* buffer = col_buffer_.mutable_gpu_data(gpu);
-    im2col_gpu(gpu, input, conv_in_channels_, conv_input_shape_[0], conv_input_shape_[1], kernel_h_,
-               kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_, dilation_h_, dilation_w_, buffer);
-    col = buffer;
-  }
+  const Dtype* col = conv_columns_gpu(input);
   const int m = conv_out_channels_ / group_;
   const long long col_offset = static_cast<long long>(kernel_dim_) * conv_out_spatial_dim_;
   const long long out_offset = static_cast<long long>(m) * conv_out_spatial_dim_;

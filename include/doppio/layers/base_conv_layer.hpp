@@ -111,6 +111,11 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   void conv_im2col_cpu(const Dtype* data, int count, Dtype* col) const;
   // col2im may clear entries of `col` (scratch) that belong to the padding.
   void conv_col2im_cpu(Dtype* col, int count, Dtype* data) const;
+#ifdef DOPPIO_WITH_CUDA
+  // One image's column matrix on the GPU: the input itself for a 1x1 convolution, else its
+  // im2col in the column buffer.
+  const Dtype* conv_columns_gpu(const Dtype* input);
+#endif
   // Copies `count` images' outputs (channels x spatial each) to / from the gather buffer's
   // channels x (count * spatial) layout.
   void gather_output(const Dtype* output, int count, Dtype* buffer) const;
