@@ -1,5 +1,5 @@
 // Every layer on the GPU against the same layer on the CPU: forward values, running state,
-// bottom and parameter gradients (parameter diffs start non-zero, so accumulation is seen),
+// bottom and parameter gradients (all diffs start non-zero, so accumulation is seen),
 // to 1e-4 relative in float32 (TF32 off); and a finite-difference gradient check with the
 // layer running on the GPU. The default engine on the GPU is cuDNN where it applies; the
 // CAFFE engine's kernels are run by the cases that force it. Skipped without a device.
@@ -376,6 +376,13 @@ std::vector<LayerCase> AllCases() {
            {Uniform(s, 0.5, 1.5), Uniform(s, 0.5, 1.5)}));
   add(Case("EltwiseMax", "type: 'Eltwise' eltwise_param { operation: MAX }",
            {Distinct(s), Distinct(s, 0.033), Distinct(s, 0.066)}));
+  add(Case("EltwiseSumInPlace",
+           "type: 'Eltwise' eltwise_param { operation: SUM coeff: 0.5 coeff: -2 }",
+           {Gaussian(s), Gaussian(s)})
+          .InPlace());
+  add(Case("EltwiseMaxInPlace", "type: 'Eltwise' eltwise_param { operation: MAX }",
+           {Distinct(s), Distinct(s, 0.033), Distinct(s, 0.066)})
+          .InPlace());
   add(Case("Tile", "type: 'Tile' tile_param { axis: 1 tiles: 3 }", {Gaussian({2, 3, 2})}));
   add(Case("Crop", "type: 'Crop' crop_param { axis: 2 offset: 1 offset: 2 }",
            {Gaussian({2, 3, 6, 6}), NoGradient(Gaussian({2, 3, 4, 3}))})
@@ -530,6 +537,14 @@ void CompareWithCpu(const LayerCase& c) {
                           cpu.top[t]->mutable_cpu_diff());
       gpu.top[t]->CopyFrom(*cpu.top[t], true);
     }
+  }
+  // Bottom diffs start from the same non-zero values on both sides, so that a Backward that
+  // adds to them, or leaves some of them unwritten, differs from one that overwrites them.
+  for (std::size_t b = 0; b < cpu.bottom.size(); ++b) {
+    if (!cpu.propagate[b] || (c.in_place && b == 0)) continue;  // in place: the top diff
+    rng_gaussian<Dtype>(cpu.bottom[b]->count(), Dtype(0), Dtype(1), rng,
+                        cpu.bottom[b]->mutable_cpu_diff());
+    gpu.bottom[b]->CopyFrom(*cpu.bottom[b], true);
   }
   cpu_layer->Backward(cpu.top, cpu.propagate, cpu.bottom);
   gpu_layer->Backward(gpu.top, gpu.propagate, gpu.bottom);
