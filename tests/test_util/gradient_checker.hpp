@@ -122,26 +122,27 @@ class GradientChecker {
   }
 
  private:
-  // Writes d obj / d top into the tops' diffs and returns the objective.
+  // Returns the objective and writes d obj / d top into the tops' diffs: half the sum of
+  // squares of every top (top_id < 0) or of one top (top_data_id < 0), or twice one element.
   Dtype Objective(const BlobVec& top, int top_id, int top_data_id) {
-    Dtype loss = 0;
-    if (top_id < 0) {
-      for (auto* t : top) {
+    Dtype squares = 0, element = 0;
+    for (int i = 0; i < static_cast<int>(top.size()); ++i) {
+      Blob<Dtype>* t = top[i];
+      if (top_id >= 0 && i != top_id) {
+        cpu_set(t->count(), Dtype(0), t->mutable_cpu_diff());
+      } else if (top_id < 0 || top_data_id < 0) {
         const Dtype* data = t->cpu_data();
-        Dtype* diff = t->mutable_cpu_diff();
-        for (int j = 0; j < t->count(); ++j) loss += data[j] * data[j];
-        cpu_copy(t->count(), data, diff);
+        for (int j = 0; j < t->count(); ++j) squares += data[j] * data[j];
+        cpu_copy(t->count(), data, t->mutable_cpu_diff());
+      } else {
+        // A small weight keeps the objective's scale independent of the top's magnitude.
+        const Dtype weight = 2;
+        cpu_set(t->count(), Dtype(0), t->mutable_cpu_diff());
+        element = t->cpu_data()[top_data_id] * weight;
+        t->mutable_cpu_diff()[top_data_id] = weight;
       }
-      return loss / Dtype(2);
     }
-    for (std::size_t i = 0; i < top.size(); ++i) {
-      cpu_set(top[i]->count(), Dtype(0), top[i]->mutable_cpu_diff());
-    }
-    // A small weight keeps the objective's scale independent of the top's magnitude.
-    const Dtype weight = 2;
-    loss = top[top_id]->cpu_data()[top_data_id] * weight;
-    top[top_id]->mutable_cpu_diff()[top_data_id] = weight;
-    return loss;
+    return top_id < 0 || top_data_id < 0 ? squares / Dtype(2) : element;
   }
 
   Dtype stepsize_;
