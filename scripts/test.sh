@@ -1,6 +1,18 @@
 #!/usr/bin/env bash
-# Sets up (packages and build) and runs the whole test suite through ctest.
+# Sets up (packages and build) and runs the whole test suite through ctest; then builds the
+# CUDA code once more under the host emulation of CUDA (-DDOPPIO_CUDA=EMULATE, see
+# cuda_emulation/) and runs the GPU tests there, so that on a machine without a GPU the
+# kernels and device code paths still run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh "$@"
-ctest --test-dir build --output-on-failure -j "${DOPPIO_JOBS:-$(nproc)}"
+jobs="${DOPPIO_JOBS:-$(nproc)}"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+cmake -S . -B build-emulation -G Ninja -DCMAKE_BUILD_TYPE=Release -DDOPPIO_CUDA=EMULATE
+cmake --build build-emulation -j "$jobs"
+# The GPU suites, the emulation's own tests, and the MPI job whose GPU case runs two ranks
+# on one device through the staged path.
+ctest --test-dir build-emulation --output-on-failure -j "$jobs" \
+  -R '[Gg]pu|CudaEmulation|parallel_distributed_np2$'
