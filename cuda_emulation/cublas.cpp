@@ -93,22 +93,22 @@ cublasStatus_t Gemm(const char* call, cublasHandle_t handle, cublasOperation_t t
                              std::to_string(m) + " n " + std::to_string(n) + " k " +
                              std::to_string(k) + ")");
   }
-  doppio_emulation::DeviceAccess access;
-  if (k == 0) {
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) {
-        T& x = c[static_cast<size_t>(j) * ldc + i];
-        x = *beta == T(0) ? T(0) : *beta * x;
-      }
-    return CUBLAS_STATUS_SUCCESS;
-  }
-  if constexpr (sizeof(T) == 4) {
-    cblas_sgemm(CblasColMajor, Trans(ta), Trans(tb), m, n, k, *alpha, a, lda, b, ldb, *beta, c,
-                ldc);
-  } else {
-    cblas_dgemm(CblasColMajor, Trans(ta), Trans(tb), m, n, k, *alpha, a, lda, b, ldb, *beta, c,
-                ldc);
-  }
+  const T alpha_value = *alpha, beta_value = *beta;  // host pointer mode reads them now
+  doppio_emulation::Enqueue(handle->stream, [=] {
+    if (k == 0) {
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+          T& x = c[static_cast<size_t>(j) * ldc + i];
+          x = beta_value == T(0) ? T(0) : beta_value * x;
+        }
+    } else if constexpr (sizeof(T) == 4) {
+      cblas_sgemm(CblasColMajor, Trans(ta), Trans(tb), m, n, k, alpha_value, a, lda, b, ldb,
+                  beta_value, c, ldc);
+    } else {
+      cblas_dgemm(CblasColMajor, Trans(ta), Trans(tb), m, n, k, alpha_value, a, lda, b, ldb,
+                  beta_value, c, ldc);
+    }
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -144,12 +144,16 @@ cublasStatus_t Gemv(const char* call, cublasHandle_t handle, cublasOperation_t t
     return Invalid(call, "an operand reaches outside its device allocation (m " +
                              std::to_string(m) + " n " + std::to_string(n) + ")");
   }
-  doppio_emulation::DeviceAccess access;
-  if constexpr (sizeof(T) == 4) {
-    cblas_sgemv(CblasColMajor, Trans(trans), m, n, *alpha, a, lda, x, incx, *beta, y, incy);
-  } else {
-    cblas_dgemv(CblasColMajor, Trans(trans), m, n, *alpha, a, lda, x, incx, *beta, y, incy);
-  }
+  const T alpha_value = *alpha, beta_value = *beta;
+  doppio_emulation::Enqueue(handle->stream, [=] {
+    if constexpr (sizeof(T) == 4) {
+      cblas_sgemv(CblasColMajor, Trans(trans), m, n, alpha_value, a, lda, x, incx, beta_value, y,
+                  incy);
+    } else {
+      cblas_dgemv(CblasColMajor, Trans(trans), m, n, alpha_value, a, lda, x, incx, beta_value, y,
+                  incy);
+    }
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -257,8 +261,8 @@ cublasStatus_t cublasSaxpy(cublasHandle_t handle, int n, const float* alpha, con
                            int incx, float* y, int incy) {
   const cublasStatus_t status = CheckLevel1("cublasSaxpy", handle, n, x, incx, y, incy, alpha);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
-  doppio_emulation::DeviceAccess access;
-  cblas_saxpy(n, *alpha, x, incx, y, incy);
+  const auto alpha_value = *alpha;
+  doppio_emulation::Enqueue(handle->stream, [=] { cblas_saxpy(n, alpha_value, x, incx, y, incy); });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -266,8 +270,8 @@ cublasStatus_t cublasDaxpy(cublasHandle_t handle, int n, const double* alpha, co
                            int incx, double* y, int incy) {
   const cublasStatus_t status = CheckLevel1("cublasDaxpy", handle, n, x, incx, y, incy, alpha);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
-  doppio_emulation::DeviceAccess access;
-  cblas_daxpy(n, *alpha, x, incx, y, incy);
+  const auto alpha_value = *alpha;
+  doppio_emulation::Enqueue(handle->stream, [=] { cblas_daxpy(n, alpha_value, x, incx, y, incy); });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -275,8 +279,8 @@ cublasStatus_t cublasSscal(cublasHandle_t handle, int n, const float* alpha, flo
   const cublasStatus_t status =
       CheckLevel1("cublasSscal", handle, n, x, incx, static_cast<float*>(nullptr), 1, alpha);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
-  doppio_emulation::DeviceAccess access;
-  cblas_sscal(n, *alpha, x, incx);
+  const auto alpha_value = *alpha;
+  doppio_emulation::Enqueue(handle->stream, [=] { cblas_sscal(n, alpha_value, x, incx); });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -284,8 +288,8 @@ cublasStatus_t cublasDscal(cublasHandle_t handle, int n, const double* alpha, do
   const cublasStatus_t status =
       CheckLevel1("cublasDscal", handle, n, x, incx, static_cast<double*>(nullptr), 1, alpha);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
-  doppio_emulation::DeviceAccess access;
-  cblas_dscal(n, *alpha, x, incx);
+  const auto alpha_value = *alpha;
+  doppio_emulation::Enqueue(handle->stream, [=] { cblas_dscal(n, alpha_value, x, incx); });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -293,6 +297,8 @@ cublasStatus_t cublasSdot(cublasHandle_t handle, int n, const float* x, int incx
                           int incy, float* result) {
   const cublasStatus_t status = CheckLevel1("cublasSdot", handle, n, x, incx, y, incy, result);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
+  // With a host result the call waits for the stream's work, and then for its own.
+  doppio_emulation::RunStream(handle->stream);
   doppio_emulation::DeviceAccess access;
   *result = cblas_sdot(n, x, incx, y, incy);
   return CUBLAS_STATUS_SUCCESS;
@@ -302,6 +308,8 @@ cublasStatus_t cublasDdot(cublasHandle_t handle, int n, const double* x, int inc
                           int incy, double* result) {
   const cublasStatus_t status = CheckLevel1("cublasDdot", handle, n, x, incx, y, incy, result);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
+  // With a host result the call waits for the stream's work, and then for its own.
+  doppio_emulation::RunStream(handle->stream);
   doppio_emulation::DeviceAccess access;
   *result = cblas_ddot(n, x, incx, y, incy);
   return CUBLAS_STATUS_SUCCESS;
@@ -311,6 +319,8 @@ cublasStatus_t cublasSasum(cublasHandle_t handle, int n, const float* x, int inc
   const cublasStatus_t status =
       CheckLevel1("cublasSasum", handle, n, x, incx, static_cast<float*>(nullptr), 1, result);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
+  // With a host result the call waits for the stream's work, and then for its own.
+  doppio_emulation::RunStream(handle->stream);
   doppio_emulation::DeviceAccess access;
   *result = cblas_sasum(n, x, incx);
   return CUBLAS_STATUS_SUCCESS;
@@ -321,6 +331,8 @@ cublasStatus_t cublasDasum(cublasHandle_t handle, int n, const double* x, int in
   const cublasStatus_t status =
       CheckLevel1("cublasDasum", handle, n, x, incx, static_cast<double*>(nullptr), 1, result);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
+  // With a host result the call waits for the stream's work, and then for its own.
+  doppio_emulation::RunStream(handle->stream);
   doppio_emulation::DeviceAccess access;
   *result = cblas_dasum(n, x, incx);
   return CUBLAS_STATUS_SUCCESS;

@@ -157,6 +157,8 @@ void Arena::OnFault(int signal, siginfo_t* info, void* context) {
 
 }  // namespace
 
+std::recursive_mutex& DeviceMutex() { return TheArena().mutex(); }
+
 DeviceAccess::DeviceAccess() : lock_(TheArena().mutex()) { TheArena().Open(); }
 DeviceAccess::~DeviceAccess() { TheArena().Close(); }
 

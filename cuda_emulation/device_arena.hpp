@@ -24,6 +24,9 @@ class DeviceAccess {
   std::unique_lock<std::recursive_mutex> lock_;
 };
 
+// The lock that DeviceAccess holds, for work that needs no device memory.
+std::recursive_mutex& DeviceMutex();
+
 // nullptr when out of (emulated) memory. New memory is filled with 0xFF bytes (NaN for
 // floating point) because cudaMalloc does not clear it.
 void* DeviceAllocate(size_t bytes);

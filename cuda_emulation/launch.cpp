@@ -1,6 +1,7 @@
-// Kernel launches. A kernel that never calls __syncthreads runs its threads one after the
-// other; one that does runs each block's threads as fibers that switch at every barrier.
-// A kernel's first launch always uses fibers and tells which kind it is.
+// Kernel launches, queued on their stream. A kernel that never calls __syncthreads runs its
+// threads one after the other; one that does runs each block's threads as fibers that
+// switch at every barrier. A kernel's first launch always uses fibers and tells which kind
+// it is.
 #include <ucontext.h>
 
 #include <cstdio>
@@ -36,14 +37,13 @@ struct FiberState {
   Fiber* current = nullptr;
   bool in_fibers = false;
   bool synced = false;
-  void (*thread)(void*) = nullptr;
-  void* closure = nullptr;
+  const std::function<void()>* thread = nullptr;
 };
 thread_local FiberState fiber_state;
 
 void FiberMain() {
   FiberState& s = fiber_state;
-  s.thread(s.closure);
+  (*s.thread)();
   s.current->done = true;
 }
 
@@ -80,7 +80,7 @@ void RunBlockInOrder(unsigned int threads) {
   FiberState& s = fiber_state;
   for (unsigned int t = 0; t < threads; ++t) {
     threadIdx = uint3{t, 0, 0};
-    s.thread(s.closure);
+    (*s.thread)();
   }
 }
 
@@ -102,8 +102,8 @@ bool ValidShape(dim3 grid, dim3 block) {
 
 }  // namespace
 
-void RunGrid(const void* kernel, dim3 grid, dim3 block, cudaStream_t stream, void (*thread)(void*),
-             void* closure) {
+void RunGrid(const void* kernel, dim3 grid, dim3 block, cudaStream_t stream,
+             std::function<void()> thread) {
   if (!ValidShape(grid, block)) {
     std::fprintf(stderr,
                  "CUDA emulation: kernel launched with grid (%u, %u, %u) and block (%u, %u, %u); "
@@ -116,33 +116,34 @@ void RunGrid(const void* kernel, dim3 grid, dim3 block, cudaStream_t stream, voi
     SetLastError(cudaErrorInvalidResourceHandle);
     return;
   }
-  DeviceAccess access;
-  KernelKinds& kinds = Kinds();
-  bool known_plain;
-  {
-    std::lock_guard<std::mutex> lock(kinds.mutex);
-    known_plain = kinds.plain.count(kernel) > 0;
-  }
-  FiberState& s = fiber_state;
-  s.thread = thread;
-  s.closure = closure;
-  s.in_fibers = !known_plain;
-  s.synced = false;
-  gridDim = grid;
-  blockDim = block;
-  for (unsigned int b = 0; b < grid.x; ++b) {
-    blockIdx = uint3{b, 0, 0};
-    if (s.in_fibers) {
-      RunBlockInFibers(block.x);
-    } else {
-      RunBlockInOrder(block.x);
+  Enqueue(stream, [kernel, grid, block, thread = std::move(thread)] {
+    KernelKinds& kinds = Kinds();
+    bool known_plain;
+    {
+      std::lock_guard<std::mutex> lock(kinds.mutex);
+      known_plain = kinds.plain.count(kernel) > 0;
     }
-  }
-  if (!known_plain) {
-    std::lock_guard<std::mutex> lock(kinds.mutex);
-    (s.synced ? kinds.syncing : kinds.plain).insert(kernel);
-  }
-  s.in_fibers = false;
+    FiberState& s = fiber_state;
+    s.thread = &thread;
+    s.in_fibers = !known_plain;
+    s.synced = false;
+    gridDim = grid;
+    blockDim = block;
+    for (unsigned int b = 0; b < grid.x; ++b) {
+      blockIdx = uint3{b, 0, 0};
+      if (s.in_fibers) {
+        RunBlockInFibers(block.x);
+      } else {
+        RunBlockInOrder(block.x);
+      }
+    }
+    if (!known_plain) {
+      std::lock_guard<std::mutex> lock(kinds.mutex);
+      (s.synced ? kinds.syncing : kinds.plain).insert(kernel);
+    }
+    s.in_fibers = false;
+    s.thread = nullptr;
+  });
 }
 
 }  // namespace doppio_emulation

@@ -1,10 +1,14 @@
-// The emulated CUDA runtime: devices, memory, copies, streams and events. Work is done
-// when it is issued, so every stream is always idle and every event complete; what is
-// checked is that the calls are well formed: handles exist, copies go between the memory
-// kinds they claim and stay inside their buffers.
+// The emulated CUDA runtime: devices, memory, copies, streams and events. Work issued to a
+// stream (kernels, asynchronous copies and sets, cuBLAS calls) is queued and runs only when
+// the host waits for it: cudaStreamSynchronize, an event's synchronize or query, a stream
+// waiting for an event, a synchronous copy, cudaFree, cudaDeviceSynchronize. A program that
+// reads results without waiting reads stale memory, as it might on a GPU, but every time.
+// The calls are checked too: handles exist, copies go between the memory kinds they claim
+// and stay inside their buffers.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <new>
 #include <string>
@@ -15,9 +19,11 @@
 #include "runtime_state.hpp"
 
 struct DoppioEmulatedStream {
-  int device;
+  bool blocking;  // created without cudaStreamNonBlocking: ordered with the default stream
+  std::deque<std::function<void()>> queue;
 };
 struct DoppioEmulatedEvent {
+  cudaStream_t stream;  // where it was last recorded
   bool recorded;
 };
 
@@ -29,9 +35,10 @@ thread_local int current_device = 0;
 
 struct Handles {
   std::mutex mutex;
-  std::unordered_set<const void*> streams;
+  std::unordered_set<cudaStream_t> streams;
   std::unordered_set<const void*> events;
   std::unordered_set<const void*> pinned;
+  DoppioEmulatedStream default_stream{true, {}};
 };
 Handles& TheHandles() {
   static Handles* handles = new Handles();
@@ -91,8 +98,7 @@ cudaError_t Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, 
       !CheckSide(src, bytes, src_device, call, "source")) {
     return cudaErrorInvalidValue;
   }
-  DeviceAccess access;
-  std::memmove(dst, src, bytes);
+  Enqueue(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
 
@@ -100,8 +106,7 @@ cudaError_t Set(void* pointer, int value, size_t bytes, cudaStream_t stream, con
   if (!IsValidStream(stream)) return Fail(cudaErrorInvalidResourceHandle, call, "bad stream");
   if (bytes == 0) return cudaSuccess;
   if (!CheckSide(pointer, bytes, true, call, "destination")) return cudaErrorInvalidValue;
-  DeviceAccess access;
-  std::memset(pointer, value, bytes);
+  Enqueue(stream, [pointer, value, bytes] { std::memset(pointer, value, bytes); });
   return cudaSuccess;
 }
 
@@ -120,6 +125,64 @@ bool IsValidStream(cudaStream_t stream) {
   Handles& h = TheHandles();
   std::lock_guard<std::mutex> lock(h.mutex);
   return h.streams.count(stream) > 0;
+}
+
+namespace {
+
+DoppioEmulatedStream& Resolve(cudaStream_t stream) {
+  return stream == nullptr ? TheHandles().default_stream : *stream;
+}
+
+std::vector<cudaStream_t> BlockingStreams() {
+  Handles& h = TheHandles();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  std::vector<cudaStream_t> streams;
+  for (cudaStream_t s : h.streams) {
+    if (s->blocking) streams.push_back(s);
+  }
+  return streams;
+}
+
+}  // namespace
+
+void RunStream(cudaStream_t stream) {
+  std::lock_guard<std::recursive_mutex> lock(DeviceMutex());
+  std::deque<std::function<void()>>& queue = Resolve(stream).queue;
+  if (queue.empty()) return;
+  DeviceAccess access;
+  while (!queue.empty()) {
+    std::function<void()> work = std::move(queue.front());
+    queue.pop_front();
+    work();
+  }
+}
+
+void RunAllStreams() {
+  std::lock_guard<std::recursive_mutex> lock(DeviceMutex());
+  RunStream(nullptr);
+  Handles& h = TheHandles();
+  std::vector<cudaStream_t> streams;
+  {
+    std::lock_guard<std::mutex> lock(h.mutex);
+    streams.assign(h.streams.begin(), h.streams.end());
+  }
+  for (cudaStream_t s : streams) RunStream(s);
+}
+
+// Runs the work an event waits for (conservatively: all its stream has queued).
+void RunEventStream(cudaEvent_t event) {
+  std::lock_guard<std::recursive_mutex> lock(DeviceMutex());
+  if (event->recorded && IsValidStream(event->stream)) RunStream(event->stream);
+}
+
+void Enqueue(cudaStream_t stream, std::function<void()> work) {
+  std::lock_guard<std::recursive_mutex> lock(DeviceMutex());
+  if (stream == nullptr) {
+    for (cudaStream_t s : BlockingStreams()) RunStream(s);
+  } else if (stream->blocking) {
+    RunStream(nullptr);
+  }
+  Resolve(stream).queue.push_back(std::move(work));
 }
 
 }  // namespace doppio_emulation
@@ -252,7 +315,10 @@ cudaError_t cudaDeviceGetPCIBusId(char* pci_bus_id, int len, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  doppio_emulation::RunAllStreams();
+  return cudaSuccess;
+}
 
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   *total_bytes = size_t(16) << 30;
@@ -272,6 +338,7 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
 
 cudaError_t cudaFree(void* pointer) {
   if (pointer == nullptr) return cudaSuccess;
+  doppio_emulation::RunAllStreams();  // cudaFree waits for the device
   if (!doppio_emulation::DeviceFree(pointer)) {
     return Fail(cudaErrorInvalidValue, "cudaFree",
                 doppio_emulation::Describe(pointer, 0) + " is not a live device allocation");
@@ -295,6 +362,7 @@ cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
 
 cudaError_t cudaFreeHost(void* pointer) {
   if (pointer == nullptr) return cudaSuccess;
+  doppio_emulation::RunAllStreams();  // cudaFreeHost waits for the device
   auto& h = TheHandles();
   {
     std::lock_guard<std::mutex> lock(h.mutex);
@@ -323,7 +391,9 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  return doppio_emulation::Copy(dst, src, bytes, kind, nullptr, "cudaMemcpy");
+  const cudaError_t status = doppio_emulation::Copy(dst, src, bytes, kind, nullptr, "cudaMemcpy");
+  doppio_emulation::RunStream(nullptr);
+  return status;
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
@@ -332,7 +402,9 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 }
 
 cudaError_t cudaMemset(void* pointer, int value, size_t bytes) {
-  return doppio_emulation::Set(pointer, value, bytes, nullptr, "cudaMemset");
+  const cudaError_t status = doppio_emulation::Set(pointer, value, bytes, nullptr, "cudaMemset");
+  doppio_emulation::RunStream(nullptr);
+  return status;
 }
 
 cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t stream) {
@@ -344,16 +416,19 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream) {
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
-  *stream = new (std::nothrow) DoppioEmulatedStream{doppio_emulation::current_device};
+  *stream = new (std::nothrow) DoppioEmulatedStream{(flags & cudaStreamNonBlocking) == 0, {}};
   if (*stream == nullptr) return cudaErrorMemoryAllocation;
   auto& h = TheHandles();
   std::lock_guard<std::mutex> lock(h.mutex);
   h.streams.insert(*stream);
-  (void)flags;
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (stream == nullptr || !doppio_emulation::IsValidStream(stream)) {
+    return Fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy", "not a live stream");
+  }
+  doppio_emulation::RunStream(stream);  // its work still completes
   auto& h = TheHandles();
   {
     std::lock_guard<std::mutex> lock(h.mutex);
@@ -369,6 +444,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (!doppio_emulation::IsValidStream(stream)) {
     return Fail(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize", "not a live stream");
   }
+  doppio_emulation::RunStream(stream);
   return cudaSuccess;
 }
 
@@ -377,6 +453,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     return Fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent",
                 "not a live stream and event");
   }
+  // What `stream` queues from now on must see the event's work: run that work now.
+  doppio_emulation::RunEventStream(event);
   (void)flags;
   return cudaSuccess;
 }
@@ -386,7 +464,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
-  *event = new (std::nothrow) DoppioEmulatedEvent{false};
+  *event = new (std::nothrow) DoppioEmulatedEvent{nullptr, false};
   if (*event == nullptr) return cudaErrorMemoryAllocation;
   auto& h = TheHandles();
   std::lock_guard<std::mutex> lock(h.mutex);
@@ -411,6 +489,8 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!doppio_emulation::IsValidEvent(event) || !doppio_emulation::IsValidStream(stream)) {
     return Fail(cudaErrorInvalidResourceHandle, "cudaEventRecord", "not a live event and stream");
   }
+  std::lock_guard<std::recursive_mutex> lock(doppio_emulation::DeviceMutex());
+  event->stream = stream;
   event->recorded = true;
   return cudaSuccess;
 }
@@ -419,6 +499,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!doppio_emulation::IsValidEvent(event)) {
     return Fail(cudaErrorInvalidResourceHandle, "cudaEventQuery", "not a live event");
   }
+  doppio_emulation::RunEventStream(event);
   return cudaSuccess;
 }
 
@@ -426,5 +507,6 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!doppio_emulation::IsValidEvent(event)) {
     return Fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize", "not a live event");
   }
+  doppio_emulation::RunEventStream(event);
   return cudaSuccess;
 }

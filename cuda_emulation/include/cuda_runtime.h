@@ -4,15 +4,19 @@
 // with -DDOPPIO_CUDA=EMULATE. The .cu files are compiled by the host compiler against this
 // header, so that every GPU code path and GPU test runs on a machine without a GPU: kernels
 // run thread by thread (blocks that synchronise run their threads as fibers), device memory
-// lives in a guarded arena that host code may not touch, and streams are synchronous.
-// It checks the program's logic (indexing, host/device hand-offs, cuBLAS conventions,
-// buffer bounds); it says nothing about speed, races or stream ordering on a real device.
+// lives in a guarded arena that host code may not touch, and work issued to a stream runs
+// only when something waits for that stream, so a host read that does not wait sees stale
+// data. It checks the program's logic (indexing, host/device hand-offs, stream
+// synchronisation, cuBLAS conventions, buffer bounds); it says nothing about speed or about
+// races between the threads of a kernel.
 #include <math.h>
 
 #include <cfloat>
 #include <climits>
 #include <cmath>
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <tuple>
 #include <utility>
 
@@ -173,10 +177,11 @@ inline double max(double a, double b) { return fmax(a, b); }
 
 namespace doppio_emulation {
 
-// Runs `thread` once per thread of a grid, with threadIdx / blockIdx set; reports a bad
-// launch shape through cudaGetLastError, as a real launch does.
-void RunGrid(const void* kernel, dim3 grid, dim3 block, cudaStream_t stream, void (*thread)(void*),
-             void* closure);
+// Queues a grid on `stream`: when the stream runs it, `thread` is called once per thread of
+// the grid with threadIdx / blockIdx set. A bad launch shape is reported through
+// cudaGetLastError at once, as a real launch does.
+void RunGrid(const void* kernel, dim3 grid, dim3 block, cudaStream_t stream,
+             std::function<void()> thread);
 
 // kernel<<<grid, block, 0, stream>>>(args...) as Launch(kernel, grid, block, stream)(args...).
 template <typename... Params>
@@ -187,22 +192,16 @@ class Launch {
 
   template <typename... Args>
   void operator()(Args&&... args) const {
-    struct Closure {
-      void (*kernel)(Params...);
-      std::tuple<Params...> params;
-    } closure{kernel_, std::tuple<Params...>(std::forward<Args>(args)...)};
-    RunGrid(reinterpret_cast<const void*>(kernel_), grid_, block_, stream_, &Call<Closure>,
-            &closure);
+    // The arguments are taken by value at the launch, as CUDA does.
+    auto params = std::make_shared<const std::tuple<Params...>>(std::forward<Args>(args)...);
+    void (*kernel)(Params...) = kernel_;
+    RunGrid(reinterpret_cast<const void*>(kernel_), grid_, block_, stream_, [kernel, params] {
+      std::tuple<Params...> own = *params;  // each thread its own copy, as on a GPU
+      std::apply(kernel, own);
+    });
   }
 
  private:
-  template <typename Closure>
-  static void Call(void* closure) {
-    Closure& c = *static_cast<Closure*>(closure);
-    std::tuple<Params...> params = c.params;  // each thread gets its own copy, as on a GPU
-    std::apply(c.kernel, params);
-  }
-
   void (*kernel_)(Params...);
   dim3 grid_;
   dim3 block_;

@@ -80,6 +80,33 @@ TEST(CudaEmulation, BarriersSynchroniseTheThreadsOfABlock) {
   cudaFree(sums);
 }
 
+TEST(CudaEmulation, StreamWorkRunsOnlyWhenTheHostWaitsForIt) {
+  const int n = 256;
+  float* y = DeviceArray<float>(n);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<float> host(n, -1.f);
+  DOPPIO_LAUNCH(Iota, 1, kGpuThreads, stream)(n, y);
+  ASSERT_EQ(cudaSuccess,
+            cudaMemcpyAsync(host.data(), y, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  EXPECT_EQ(-1.f, host[7]) << "read before waiting: the copy has not run";
+  cudaEvent_t done;
+  ASSERT_EQ(cudaSuccess, cudaEventCreate(&done));
+  ASSERT_EQ(cudaSuccess, cudaEventRecord(done, stream));
+  ASSERT_EQ(cudaSuccess, cudaEventSynchronize(done));
+  EXPECT_EQ(7.f, host[7]);
+  // The legacy default stream does not wait for a non-blocking stream's work.
+  DOPPIO_LAUNCH(Iota, 1, kGpuThreads, stream)(n / 2, y + n / 2);
+  std::vector<float> early(n);
+  cudaMemcpy(early.data(), y, n * sizeof(float), cudaMemcpyDeviceToHost);
+  EXPECT_EQ(n - 1, early[n - 1]);
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream));
+  EXPECT_EQ(n / 2 - 1, ToHost(y, n)[n - 1]);
+  cudaEventDestroy(done);
+  cudaStreamDestroy(stream);
+  cudaFree(y);
+}
+
 TEST(CudaEmulation, ABadLaunchShapeIsReportedByCudaGetLastError) {
   float* y = DeviceArray<float>(4);
   DOPPIO_LAUNCH(Iota, 0, 64, nullptr)(4, y);
@@ -158,6 +185,7 @@ TEST(CudaEmulationDeathTest, AKernelWritingPastItsBufferFaults) {
       {
         float* y = DeviceArray<float>(1024);  // 4 KiB: the guard page follows at once
         DOPPIO_LAUNCH(WriteOnePastTheEnd, 1, 1, nullptr)(1024, y);
+        cudaDeviceSynchronize();
       },
       "a kernel or copy ran outside its buffer");
 }
