@@ -45,6 +45,10 @@ void QueryGpu(int device) {
   LOG(INFO) << "Major revision number:         " << prop.major;
   LOG(INFO) << "Minor revision number:         " << prop.minor;
   LOG(INFO) << "Name:                          " << prop.name;
+  // Unlike the device id, the same under any CUDA_VISIBLE_DEVICES.
+  char pci[64] = {};
+  if (cudaDeviceGetPCIBusId(pci, sizeof(pci) - 1, device) != cudaSuccess) cudaGetLastError();
+  LOG(INFO) << "PCI bus id:                    " << pci;
   LOG(INFO) << "Total global memory:           " << prop.totalGlobalMem;
   LOG(INFO) << "Total shared memory per block: " << prop.sharedMemPerBlock;
   LOG(INFO) << "Total registers per block:     " << prop.regsPerBlock;
