@@ -95,7 +95,8 @@ void BatchNormLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& to
     // Running sums: factor <- maf * factor + 1, mean_sum <- maf * mean_sum + mean, and the
     // same for the variance with the unbiased correction m / (m - 1).
     const Dtype maf = moving_average_fraction_;
-    UpdateFactor<Dtype><<<1, 1, 0, gpu.stream()>>>(this->blobs_[2]->mutable_gpu_data(gpu), maf);
+    DOPPIO_LAUNCH(UpdateFactor<Dtype>, 1, 1, gpu.stream())
+    (this->blobs_[2]->mutable_gpu_data(gpu), maf);
     DOPPIO_CUDA_POST_KERNEL_CHECK("UpdateFactor");
     const Dtype correction = m > 1 ? Dtype(m) / Dtype(m - 1) : Dtype(1);
     gpu_axpby(gpu, C, Dtype(1), static_cast<const Dtype*>(mean), maf,

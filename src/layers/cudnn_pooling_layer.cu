@@ -8,12 +8,10 @@ namespace doppio {
 template <typename Dtype>
 bool CudnnPoolingLayer<Dtype>::Prepare() {
   if (!pooling_desc_) DOPPIO_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pooling_desc_));
-  const cudnnPoolingMode_t mode = this->method_ == PoolingParameter::MAX
-                                      ? CUDNN_POOLING_MAX_DETERMINISTIC
-                                      : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-  DOPPIO_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pooling_desc_, mode, CUDNN_NOT_PROPAGATE_NAN,
-                                                 this->kernel_h_, this->kernel_w_, this->pad_h_,
-                                                 this->pad_w_, this->stride_h_, this->stride_w_));
+  DOPPIO_CUDNN_CHECK(
+      cudnnSetPooling2dDescriptor(pooling_desc_, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+                                  CUDNN_NOT_PROPAGATE_NAN, this->kernel_h_, this->kernel_w_,
+                                  this->pad_h_, this->pad_w_, this->stride_h_, this->stride_w_));
   bottom_desc_.Set4d<Dtype>(this->num_, this->channels_, this->height_, this->width_);
   int n = 0, c = 0, h = 0, w = 0;
   DOPPIO_CUDNN_CHECK(
@@ -25,10 +23,10 @@ bool CudnnPoolingLayer<Dtype>::Prepare() {
 
 template <typename Dtype>
 void CudnnPoolingLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
-  used_cudnn_ = top.size() == 1 && top[0]->count() > 0 && Prepare();
+  used_cudnn_ = this->method_ == PoolingParameter::AVE && top[0]->count() > 0 && Prepare();
   if (!used_cudnn_) {
-    // Caffe's ceiling rule made the output larger than cuDNN's, or a mask top is wanted (a
-    // layer created without top names), or the batch is empty.
+    // MAX (see the class comment), or Caffe's ceiling rule made the output larger than
+    // cuDNN's, or the batch is empty.
     PoolingLayer<Dtype>::Forward_gpu(bottom, top);
     return;
   }

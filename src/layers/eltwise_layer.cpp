@@ -83,15 +83,20 @@ void EltwiseLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<boo
   const int count = top[0]->count();
   if (count == 0) return;
   const Dtype* top_diff = top[0]->cpu_diff();
-  for (std::size_t i = 0; i < bottom.size(); ++i) {
+  // In place, bottom 0's diff is the top diff, which the other bottoms' gradients still read:
+  // it is written last.
+  for (int i = static_cast<int>(bottom.size()) - 1; i >= 0; --i) {
     if (!propagate_down[i]) continue;
     Dtype* diff = bottom[i]->mutable_cpu_diff();
     switch (op_) {
       case EltwiseParameter::PROD:
+        DOPPIO_ENSURE(bottom[0] != top[0])
+            << this->Describe() << ": operation PROD in place has overwritten bottom 0, which "
+            << "the gradient needs; give the top a blob of its own";
         if (stable_prod_grad_) {
           // The product of the other bottoms, which stays right when bottom[i] holds zeros.
           bool first = true;
-          for (std::size_t j = 0; j < bottom.size(); ++j) {
+          for (int j = 0; j < static_cast<int>(bottom.size()); ++j) {
             if (j == i) continue;
             if (first) {
               cpu_copy(count, bottom[j]->cpu_data(), diff);
@@ -114,8 +119,7 @@ void EltwiseLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<boo
         break;
       case EltwiseParameter::MAX: {
         const int* mask = max_idx_.data();
-        const int index = static_cast<int>(i);
-        for (int j = 0; j < count; ++j) diff[j] = mask[j] == index ? top_diff[j] : Dtype(0);
+        for (int j = 0; j < count; ++j) diff[j] = mask[j] == i ? top_diff[j] : Dtype(0);
         break;
       }
       default:

@@ -78,14 +78,19 @@ void EltwiseLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<boo
   if (count == 0) return;
   GpuContext& gpu = this->gpu();
   const Dtype* top_diff = top[0]->gpu_diff(gpu);
-  for (std::size_t i = 0; i < bottom.size(); ++i) {
+  // In place, bottom 0's diff is the top diff, which the other bottoms' gradients still read:
+  // it is written last.
+  for (int i = static_cast<int>(bottom.size()) - 1; i >= 0; --i) {
     if (!propagate_down[i]) continue;
     Dtype* diff = bottom[i]->mutable_gpu_diff(gpu);
     switch (op_) {
       case EltwiseParameter::PROD:
+        DOPPIO_ENSURE(bottom[0] != top[0])
+            << this->Describe() << ": operation PROD in place has overwritten bottom 0, which "
+            << "the gradient needs; give the top a blob of its own";
         if (stable_prod_grad_) {
           bool first = true;
-          for (std::size_t j = 0; j < bottom.size(); ++j) {
+          for (int j = 0; j < static_cast<int>(bottom.size()); ++j) {
             if (j == i) continue;
             if (first) {
               gpu_copy(gpu, count, bottom[j]->gpu_data(gpu), diff);
@@ -110,7 +115,7 @@ void EltwiseLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<boo
         CHECK(max_idx_gpu_) << this->Describe() << ": Backward_gpu without a Forward_gpu";
         const int* mask = static_cast<const int*>(max_idx_gpu_->gpu_data(gpu));
         LaunchKernel("MaxBackward", gpu, count, MaxBackward<Dtype>, static_cast<long long>(count),
-                     top_diff, mask, static_cast<int>(i), diff);
+                     top_diff, mask, i, diff);
         break;
       }
       default:

@@ -73,7 +73,7 @@ void PReLULayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<bool>
       channel_sums_.Reshape(std::vector<int>{channels_});
       Dtype* sums = channel_sums_.mutable_gpu_data(gpu);
       ChannelSum(gpu, outer, channels_, dim, NegativePartTerm<Dtype>{dy, x}, Dtype(0), sums);
-      AddChannelTotal<Dtype><<<1, 1, 0, gpu.stream()>>>(channels_, sums, slope_diff);
+      DOPPIO_LAUNCH(AddChannelTotal<Dtype>, 1, 1, gpu.stream())(channels_, sums, slope_diff);
       DOPPIO_CUDA_POST_KERNEL_CHECK("AddChannelTotal");
     } else {
       ChannelSum(gpu, outer, channels_, dim, NegativePartTerm<Dtype>{dy, x}, Dtype(1), slope_diff);

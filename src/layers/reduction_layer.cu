@@ -61,8 +61,8 @@ void ReductionLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& to
   DOPPIO_ENSURE(op_ == ReductionParameter::SUM || op_ == ReductionParameter::MEAN ||
                 op_ == ReductionParameter::ASUM || op_ == ReductionParameter::SUMSQ)
       << this->Describe() << ": unknown reduction_param.operation " << op_;
-  ReduceRows<Dtype><<<GpuRowBlocks(num_), kGpuThreads, 0, gpu.stream()>>>(
-      num_, dim_, static_cast<int>(op_), coeff_, bottom[0]->gpu_data(gpu), top_data);
+  DOPPIO_LAUNCH(ReduceRows<Dtype>, GpuRowBlocks(num_), kGpuThreads, gpu.stream())
+  (num_, dim_, static_cast<int>(op_), coeff_, bottom[0]->gpu_data(gpu), top_data);
   DOPPIO_CUDA_POST_KERNEL_CHECK("ReduceRows");
 }
 

@@ -89,8 +89,8 @@ void SoftmaxLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top)
   const Dtype* in = bottom[0]->gpu_data(gpu);
   Dtype* out = top[0]->mutable_gpu_data(gpu);
   if (inner_num_ == 1) {
-    RowSoftmaxForward<Dtype><<<GpuRowBlocks(outer_num_), kGpuThreads, 0, gpu.stream()>>>(
-        outer_num_, channels_, in, out);
+    DOPPIO_LAUNCH(RowSoftmaxForward<Dtype>, GpuRowBlocks(outer_num_), kGpuThreads, gpu.stream())
+    (outer_num_, channels_, in, out);
     DOPPIO_CUDA_POST_KERNEL_CHECK("RowSoftmaxForward");
     return;
   }
@@ -109,8 +109,8 @@ void SoftmaxLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<boo
   const Dtype* top_diff = top[0]->gpu_diff(gpu);
   Dtype* bottom_diff = bottom[0]->mutable_gpu_diff(gpu);
   if (inner_num_ == 1) {
-    RowSoftmaxBackward<Dtype><<<GpuRowBlocks(outer_num_), kGpuThreads, 0, gpu.stream()>>>(
-        outer_num_, channels_, top_data, top_diff, bottom_diff);
+    DOPPIO_LAUNCH(RowSoftmaxBackward<Dtype>, GpuRowBlocks(outer_num_), kGpuThreads, gpu.stream())
+    (outer_num_, channels_, top_data, top_diff, bottom_diff);
     DOPPIO_CUDA_POST_KERNEL_CHECK("RowSoftmaxBackward");
     return;
   }

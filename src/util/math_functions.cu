@@ -336,7 +336,7 @@ Dtype gpu_sum(GpuContext& gpu, int n, const Dtype* x) {
   Dtype* partial = static_cast<Dtype*>(gpu.allocator().Allocate(sizeof(Dtype) * blocks));
   std::vector<Dtype> host(blocks);
   try {
-    PartialSumKernel<Dtype><<<blocks, kGpuThreads, 0, gpu.stream()>>>(n, x, partial);
+    DOPPIO_LAUNCH(PartialSumKernel<Dtype>, blocks, kGpuThreads, gpu.stream())(n, x, partial);
     DOPPIO_CUDA_POST_KERNEL_CHECK("PartialSumKernel");
     DOPPIO_CUDA_CHECK(cudaMemcpyAsync(host.data(), partial, sizeof(Dtype) * blocks,
                                       cudaMemcpyDeviceToHost, gpu.stream()));

@@ -107,6 +107,44 @@ TYPED_TEST(EltwiseLayerTest, MaxRoutesGradientToTheWinner) {
   ExpectDiffs(this->c_, {1, 0, 0, 0});
 }
 
+// In place (top = bottom 0), bottom 0's diff is the top diff: the other bottoms must still
+// see the top's gradient, not bottom 0's.
+TYPED_TEST(EltwiseLayerTest, SumInPlaceKeepsTopDiffForOtherBottoms) {
+  EltwiseLayer<TypeParam> layer(this->Param("operation: SUM coeff: 0.5 coeff: -2 coeff: 1"));
+  layer.SetUp(this->Bottoms(), {&this->a_});
+  layer.Forward(this->Bottoms(), {&this->a_});
+  ExpectValues(this->a_, {-0.5, -10, 5.5, -1});
+  SetDiffs(&this->a_, {1, 2, 3, 4});
+  layer.Backward({&this->a_}, {true, true, true}, this->Bottoms());
+  ExpectDiffs(this->a_, {0.5, 1, 1.5, 2});
+  ExpectDiffs(this->b_, {-2, -4, -6, -8});
+  ExpectDiffs(this->c_, {1, 2, 3, 4});
+}
+
+TYPED_TEST(EltwiseLayerTest, MaxInPlaceKeepsTopDiffForOtherBottoms) {
+  EltwiseLayer<TypeParam> layer(this->Param("operation: MAX"));
+  layer.SetUp(this->Bottoms(), {&this->a_});
+  layer.Forward(this->Bottoms(), {&this->a_});
+  ExpectValues(this->a_, {3, 5, 3, 4});
+  SetDiffs(&this->a_, {1, 2, 3, 4});
+  layer.Backward({&this->a_}, {true, true, true}, this->Bottoms());
+  ExpectDiffs(this->a_, {0, 0, 3, 4});
+  ExpectDiffs(this->b_, {0, 2, 0, 0});
+  ExpectDiffs(this->c_, {1, 0, 0, 0});
+}
+
+TYPED_TEST(EltwiseLayerTest, ProdInPlaceBackwardIsAnError) {
+  EltwiseLayer<TypeParam> layer(this->Param("operation: PROD"));
+  layer.SetUp(this->Bottoms(), {&this->a_});
+  layer.Forward(this->Bottoms(), {&this->a_});
+  SetDiffs(&this->a_, {1, 1, 1, 1});
+  ExpectError(
+      [&] {
+        layer.Backward({&this->a_}, {false, true, false}, this->Bottoms());
+      },
+      {"layer 'elt' (Eltwise)", "PROD in place"});
+}
+
 TYPED_TEST(EltwiseLayerTest, GradientSumWithCoefficients) {
   this->MakeRandomBottoms(3, {2, 3, 2}, -1, 1);
   EltwiseLayer<TypeParam> layer(this->Param("operation: SUM coeff: 1.5 coeff: -0.7 coeff: 2"));

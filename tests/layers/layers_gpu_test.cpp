@@ -1,5 +1,5 @@
 // Every layer on the GPU against the same layer on the CPU: forward values, running state,
-// bottom and parameter gradients (parameter diffs start non-zero, so accumulation is seen),
+// bottom and parameter gradients (all diffs start non-zero, so accumulation is seen),
 // to 1e-4 relative in float32 (TF32 off); and a finite-difference gradient check with the
 // layer running on the GPU. The default engine on the GPU is cuDNN where it applies; the
 // CAFFE engine's kernels are run by the cases that force it. Skipped without a device.
@@ -216,14 +216,13 @@ std::vector<LayerCase> AllCases() {
            "type: 'Deconvolution' convolution_param { num_output: 4 kernel_size: 2 group: 2 " +
                fillers + " }",
            {Gaussian({2, 4, 3, 3})}));
-  // 7x7, kernel 3, stride 2: Caffe's ceiling and cuDNN's floor agree (cuDNN runs).
+  // MAX runs Doppio's kernels under either engine (see CudnnPoolingLayer).
   add(Case("PoolingMax", "type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 }",
            {Distinct({2, 3, 7, 7})}));
   add(Case("PoolingMaxCaffe",
            "type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 }",
            {Distinct({2, 3, 7, 7})})
           .Engine("CAFFE"));
-  // 6x6: the ceiling gives 3x3 where cuDNN would give 2x2, so the layer uses its own kernels.
   add(Case("PoolingMaxCeil", "type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 }",
            {Distinct({2, 3, 6, 6})}));
   add(Case("PoolingMaxPadded",
@@ -237,6 +236,7 @@ std::vector<LayerCase> AllCases() {
            "type: 'Pooling' pooling_param { pool: MAX kernel_h: 2 kernel_w: 3 stride: 2 }",
            {Distinct({2, 3, 6, 7})})
           .Tops(2));
+  // 7x7, kernel 3, stride 2: Caffe's ceiling and cuDNN's floor agree (cuDNN runs).
   add(Case("PoolingAve",
            "type: 'Pooling' pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 }",
            {Gaussian({2, 3, 7, 7})}));
@@ -244,6 +244,7 @@ std::vector<LayerCase> AllCases() {
            "type: 'Pooling' pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 }",
            {Gaussian({2, 3, 7, 7})})
           .Engine("CAFFE"));
+  // 6x6: the ceiling gives 3x3 where cuDNN would give 2x2, so the layer uses its own kernels.
   add(Case("PoolingAveCeil", "type: 'Pooling' pooling_param { pool: AVE kernel_size: 3 stride: 2 }",
            {Gaussian({2, 3, 6, 6})}));
   add(Case("PoolingAveGlobal", "type: 'Pooling' pooling_param { pool: AVE global_pooling: true }",
@@ -376,6 +377,13 @@ std::vector<LayerCase> AllCases() {
            {Uniform(s, 0.5, 1.5), Uniform(s, 0.5, 1.5)}));
   add(Case("EltwiseMax", "type: 'Eltwise' eltwise_param { operation: MAX }",
            {Distinct(s), Distinct(s, 0.033), Distinct(s, 0.066)}));
+  add(Case("EltwiseSumInPlace",
+           "type: 'Eltwise' eltwise_param { operation: SUM coeff: 0.5 coeff: -2 }",
+           {Gaussian(s), Gaussian(s)})
+          .InPlace());
+  add(Case("EltwiseMaxInPlace", "type: 'Eltwise' eltwise_param { operation: MAX }",
+           {Distinct(s), Distinct(s, 0.033), Distinct(s, 0.066)})
+          .InPlace());
   add(Case("Tile", "type: 'Tile' tile_param { axis: 1 tiles: 3 }", {Gaussian({2, 3, 2})}));
   add(Case("Crop", "type: 'Crop' crop_param { axis: 2 offset: 1 offset: 2 }",
            {Gaussian({2, 3, 6, 6}), NoGradient(Gaussian({2, 3, 4, 3}))})
@@ -531,6 +539,14 @@ void CompareWithCpu(const LayerCase& c) {
       gpu.top[t]->CopyFrom(*cpu.top[t], true);
     }
   }
+  // Bottom diffs start from the same non-zero values on both sides, so that a Backward that
+  // adds to them, or leaves some of them unwritten, differs from one that overwrites them.
+  for (std::size_t b = 0; b < cpu.bottom.size(); ++b) {
+    if (!cpu.propagate[b] || (c.in_place && b == 0)) continue;  // in place: the top diff
+    rng_gaussian<Dtype>(cpu.bottom[b]->count(), Dtype(0), Dtype(1), rng,
+                        cpu.bottom[b]->mutable_cpu_diff());
+    gpu.bottom[b]->CopyFrom(*cpu.bottom[b], true);
+  }
   cpu_layer->Backward(cpu.top, cpu.propagate, cpu.bottom);
   gpu_layer->Backward(gpu.top, gpu.propagate, gpu.bottom);
   for (std::size_t b = 0; b < cpu.bottom.size(); ++b) {
@@ -677,6 +693,42 @@ TYPED_TEST(RandomLayerGpuTest, StochasticPoolingTrainPicksWindowValues) {
       }
     }
   }
+}
+
+// A layer after MAX pooling may run in place on its top (Dropout, Scale): the gradient must
+// still go where the forward's maxima were, as on the CPU, whatever the top holds by then.
+template <typename Dtype>
+class InPlaceConsumerGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override { DOPPIO_REQUIRE_GPU(); }
+};
+TYPED_TEST_SUITE(InPlaceConsumerGpuTest, TestDtypes);
+
+TYPED_TEST(InPlaceConsumerGpuTest, MaxPoolingBackwardIgnoresChangesToTop) {
+  using Dtype = TypeParam;
+  const LayerParameter param = ParseText<LayerParameter>(
+      "name: 'pool' type: 'Pooling' top: 'pool' pooling_param { pool: MAX kernel_size: 3 "
+      "stride: 2 }");
+  auto cpu_layer = LayerRegistry<Dtype>::CreateLayer(param, Mode::CPU);
+  auto gpu_layer = LayerRegistry<Dtype>::CreateLayer(param, Mode::GPU);
+  gpu_layer->SetGpu(TestGpu());
+  Rng rng(7);
+  Blob<Dtype> cpu_bottom({2, 3, 7, 7}), gpu_bottom, cpu_top, gpu_top;
+  FillGaussian(&cpu_bottom, rng);
+  gpu_bottom.CopyFrom(cpu_bottom, false, true);
+  cpu_layer->SetUp({&cpu_bottom}, {&cpu_top});
+  gpu_layer->SetUp({&gpu_bottom}, {&gpu_top});
+  cpu_layer->Forward({&cpu_bottom}, {&cpu_top});
+  gpu_layer->Forward({&gpu_bottom}, {&gpu_top});
+  // What an in-place Dropout or Scale does to the top before Backward.
+  for (Blob<Dtype>* top : {&cpu_top, &gpu_top}) {
+    cpu_scal(top->count(), Dtype(3), top->mutable_cpu_data());
+  }
+  rng_gaussian<Dtype>(cpu_top.count(), Dtype(0), Dtype(1), rng, cpu_top.mutable_cpu_diff());
+  gpu_top.CopyFrom(cpu_top, true);
+  cpu_layer->Backward({&cpu_top}, {true}, {&cpu_bottom});
+  gpu_layer->Backward({&gpu_top}, {true}, {&gpu_bottom});
+  ExpectBlobsClose(cpu_bottom, gpu_bottom, true, GpuTolerance<Dtype>(), "bottom diff");
 }
 
 // Errors a kernel finds (labels out of range) are reported like the CPU's.

@@ -12,11 +12,15 @@
 
 namespace doppio {
 
-// MAX and AVE pooling on cuDNN (engine CUDNN, the default on the GPU when it applies).
-// cuDNN sizes the output by flooring; where Caffe's ceiling rule gives a larger output for
-// the current input, the layer runs Doppio's own GPU kernels instead, so the results are
-// always Caffe's. With floor-sized windows the AVE divisor (padding counted) and the MAX
-// window (padding excluded) are the same in both. On the CPU it is the CAFFE PoolingLayer.
+// AVE pooling on cuDNN (engine CUDNN, the default on the GPU when it applies). cuDNN sizes
+// the output by flooring; where Caffe's ceiling rule gives a larger output for the current
+// input, the layer runs Doppio's own GPU kernels instead, so the results are always Caffe's.
+// With floor-sized windows the AVE divisor (padding counted) is the same in both.
+// MAX always runs Doppio's own kernels, which route the gradient by the argmax recorded in
+// Forward: cuDNN's max backward finds the maximum again by comparing the input with the
+// layer's output, and a later layer running in place on that output (Dropout, Scale, ...)
+// changes it, which misroutes or drops the gradient (Caffe made the same choice for the
+// same reason). On the CPU it is the CAFFE PoolingLayer.
 template <typename Dtype>
 class CudnnPoolingLayer : public PoolingLayer<Dtype> {
  public:

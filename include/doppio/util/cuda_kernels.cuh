@@ -14,6 +14,15 @@
 #include "doppio/util/gpu_util.hpp"
 #include "doppio/util/math_functions.hpp"
 
+// kernel<<<grid, block, 0, stream>>>, spelled so that the host emulation
+// (DOPPIO_CUDA=EMULATE, cuda_emulation/) can run it too.
+#ifdef DOPPIO_CUDA_EMULATION
+#define DOPPIO_LAUNCH(kernel, grid, block, stream) \
+  ::doppio_emulation::Launch(kernel, grid, block, stream)
+#else
+#define DOPPIO_LAUNCH(kernel, grid, block, stream) kernel<<<grid, block, 0, stream>>>
+#endif
+
 namespace doppio {
 
 constexpr int kGpuThreads = 256;
@@ -31,7 +40,7 @@ template <typename... Params, typename... Args>
 void LaunchKernel(const char* name, GpuContext& gpu, long long n, void (*kernel)(Params...),
                   Args&&... args) {
   if (n <= 0) return;
-  kernel<<<GpuBlocks(n), kGpuThreads, 0, gpu.stream()>>>(std::forward<Args>(args)...);
+  DOPPIO_LAUNCH(kernel, GpuBlocks(n), kGpuThreads, gpu.stream())(std::forward<Args>(args)...);
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) detail::ThrowCudaError(status, name, __FILE__, __LINE__);
 }
@@ -152,8 +161,9 @@ void ChannelSum(GpuContext& gpu, int outer, int channels, int inner, Term term, 
                 Dtype* out) {
   if (channels <= 0) return;
   const int blocks = channels < 65535 ? channels : 65535;
-  ChannelSumKernel<Dtype, Term>
-      <<<blocks, kChannelSumThreads, 0, gpu.stream()>>>(outer, channels, inner, term, beta, out);
+  void (*kernel)(int, int, int, Term, Dtype, Dtype*) = ChannelSumKernel<Dtype, Term>;
+  DOPPIO_LAUNCH(kernel, blocks, kChannelSumThreads, gpu.stream())(outer, channels, inner, term,
+                                                                  beta, out);
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) detail::ThrowCudaError(status, "ChannelSumKernel", __FILE__, __LINE__);
 }
