@@ -105,9 +105,9 @@ DeviceCommChoice ChooseDeviceCommPath(const std::vector<RankDevice>& ranks, bool
       if (ranks[a].host == ranks[b].host && ranks[a].pci == ranks[b].pci) {
         choice.reason = "ranks " + std::to_string(a) + " and " + std::to_string(b) +
                         " share the GPU at PCI " + PciBusIdText(ranks[a].pci) +
-                        " of one node (CUDA device " + std::to_string(ranks[a].device) +
-                        " of rank " + std::to_string(a) + ", " + std::to_string(ranks[b].device) +
-                        " of rank " + std::to_string(b) + ")";
+                        " of one node, CUDA device " + std::to_string(ranks[a].device) +
+                        " of rank " + std::to_string(a) + " and " +
+                        std::to_string(ranks[b].device) + " of rank " + std::to_string(b);
         return choice;
       }
     }

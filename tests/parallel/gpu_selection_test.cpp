@@ -123,7 +123,7 @@ TEST(ChooseDeviceCommPath, StagedWhenOneGpuHasDifferentIndicesInTwoRanks) {
   EXPECT_NE(choice.reason.find("ranks 0 and 1 share the GPU at PCI 0000:3b:00.0"),
             std::string::npos)
       << choice.reason;
-  EXPECT_NE(choice.reason.find("CUDA device 1 of rank 0, 0 of rank 1"), std::string::npos)
+  EXPECT_NE(choice.reason.find("CUDA device 1 of rank 0 and 0 of rank 1"), std::string::npos)
       << choice.reason;
 }
 

@@ -55,7 +55,7 @@ enum class DeviceCommPath {
 };
 struct DeviceCommChoice {
   DeviceCommPath path = DeviceCommPath::kStagedMpi;
-  // Why, for the log ("ranks 0 and 1 share GPU 0 of one node").
+  // Why, for the log ("ranks 0 and 1 share the GPU at PCI 0000:3b:00.0 of one node, ...").
   std::string reason;
 };
 // NCCL when it is built and allowed and no two ranks of one node use the GPU at one PCI
