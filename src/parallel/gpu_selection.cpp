@@ -51,8 +51,9 @@ int PickLocalGpu(const GpuRequest& request, int local_rank, int local_size, int 
     DOPPIO_ENSURE(local_size <= device_count)
         << "--gpu=all: " << local_size << " ranks run on this node but it has only " << device_count
         << " GPU" << (device_count == 1 ? "" : "s")
-        << "; start at most one rank per GPU, or name the devices the ranks may share (e.g. "
-           "--gpu=0)";
+        << " visible; start at most one rank per GPU, or name the devices: --gpu=0 for ranks "
+           "that share GPU 0, or for ranks that each see only their own GPU (a "
+           "CUDA_VISIBLE_DEVICES per rank)";
     return local_rank;
   }
   const int device = request.ids[local_rank % request.ids.size()];

@@ -38,7 +38,7 @@ TEST(PickLocalGpu, AllWithMoreLocalRanksThanGpusIsAClearError) {
   const GpuRequest all = ParseGpuRequest("all");
   // Every rank of the node refuses, not only those beyond the last GPU.
   ExpectError([&] { PickLocalGpu(all, 0, 3, 2); }, {"3 ranks run on this node"});
-  ExpectError([&] { PickLocalGpu(all, 2, 3, 2); }, {"only 2 GPUs"});
+  ExpectError([&] { PickLocalGpu(all, 2, 3, 2); }, {"only 2 GPUs", "CUDA_VISIBLE_DEVICES"});
   ExpectError([&] { PickLocalGpu(all, 0, 1, 0); }, {"no CUDA device"});
 }
 
