@@ -271,6 +271,12 @@ std::string GpuContext::Describe() const {
   return out.str();
 }
 
+std::string GpuContext::pci_bus_id() const {
+  char text[64] = {};
+  DOPPIO_CUDA_CHECK(cudaDeviceGetPCIBusId(text, sizeof(text) - 1, device_));
+  return text;
+}
+
 void GpuContext::MakeCurrent() const {
   int current = -1;
   if (cudaGetDevice(&current) != cudaSuccess || current != device_) {
@@ -309,6 +315,9 @@ GpuContext::GpuContext(int device, const GpuOptions& options)
     : device_(device), options_(options) {}
 GpuContext::~GpuContext() = default;
 std::string GpuContext::Describe() const { return "GPU " + std::to_string(device_); }
+std::string GpuContext::pci_bus_id() const {
+  DOPPIO_FAIL() << "GPU " << device_ << ": " << GpuUnavailableReason();
+}
 
 #endif
 

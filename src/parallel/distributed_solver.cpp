@@ -238,12 +238,14 @@ void DistributedSolver<Dtype>::PrepareParameters(const SolverParameter& param) {
   }
 
   // What every rank must agree on: everything but what only rank 0 uses (the weights to
-  // load, where snapshots go) and the seeds (rank 0's weights replace the others').
+  // load, where snapshots go), the seeds (rank 0's weights replace the others') and the
+  // device (with --gpu=all each rank of a node has its own).
   {
     SolverParameter common = p;
     common.clear_random_seed();
     common.clear_weights();
     common.clear_snapshot_prefix();
+    common.clear_device_id();
     Hasher net_hash;
     net_hash.Add(DeterministicBytes(common.net_param()));
     net_hash.Add(DeterministicBytes(common.train_net_param()));

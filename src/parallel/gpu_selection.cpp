@@ -3,7 +3,9 @@
 #include <glog/logging.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 
 #include "doppio/core/common.hpp"
@@ -49,8 +51,9 @@ int PickLocalGpu(const GpuRequest& request, int local_rank, int local_size, int 
     DOPPIO_ENSURE(local_size <= device_count)
         << "--gpu=all: " << local_size << " ranks run on this node but it has only " << device_count
         << " GPU" << (device_count == 1 ? "" : "s")
-        << "; start at most one rank per GPU, or name the devices the ranks may share (e.g. "
-           "--gpu=0)";
+        << " visible; start at most one rank per GPU, or name the devices: --gpu=0 for ranks "
+           "that share GPU 0, or for ranks that each see only their own GPU (a "
+           "CUDA_VISIBLE_DEVICES per rank)";
     return local_rank;
   }
   const int device = request.ids[local_rank % request.ids.size()];
@@ -60,14 +63,52 @@ int PickLocalGpu(const GpuRequest& request, int local_rank, int local_size, int 
   return device;
 }
 
+std::uint64_t PciBusIdKey(const std::string& text) {
+  // domain (up to 32 bits), bus (8), device (5), function (3), each ended by its separator.
+  const char ends[4] = {':', ':', '.', '\0'};
+  const std::uint64_t limits[4] = {0xffffffffu, 0xffu, 0x1fu, 0x7u};
+  const std::size_t max_digits[4] = {8, 2, 2, 1};
+  std::uint64_t fields[4] = {};
+  std::size_t pos = 0;
+  for (int f = 0; f < 4; ++f) {
+    std::size_t digits = 0;
+    while (pos < text.size() && digits < max_digits[f] &&
+           std::isxdigit(static_cast<unsigned char>(text[pos]))) {
+      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(text[pos])));
+      fields[f] = fields[f] * 16 + (c <= '9' ? c - '0' : c - 'a' + 10);
+      ++pos;
+      ++digits;
+    }
+    const bool ended =
+        ends[f] == '\0' ? pos == text.size() : pos < text.size() && text[pos] == ends[f];
+    DOPPIO_ENSURE(digits > 0 && ended && fields[f] <= limits[f])
+        << "'" << text
+        << "' is not a PCI bus id (domain:bus:device.function in hex, such as 0000:3b:00.0)";
+    ++pos;
+  }
+  return fields[0] << 20 | fields[1] << 12 | fields[2] << 4 | fields[3];
+}
+
+std::string PciBusIdText(std::uint64_t key) {
+  char text[32];
+  std::snprintf(
+      text, sizeof(text), "%04llx:%02llx:%02llx.%llx", static_cast<unsigned long long>(key >> 20),
+      static_cast<unsigned long long>(key >> 12 & 0xff),
+      static_cast<unsigned long long>(key >> 4 & 0xff), static_cast<unsigned long long>(key & 0xf));
+  return text;
+}
+
 DeviceCommChoice ChooseDeviceCommPath(const std::vector<RankDevice>& ranks, bool nccl_built,
                                       bool nccl_allowed) {
   DeviceCommChoice choice;
   for (std::size_t a = 0; a < ranks.size(); ++a) {
     for (std::size_t b = a + 1; b < ranks.size(); ++b) {
-      if (ranks[a].host == ranks[b].host && ranks[a].device == ranks[b].device) {
-        choice.reason = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share GPU " +
-                        std::to_string(ranks[a].device) + " of one node";
+      if (ranks[a].host == ranks[b].host && ranks[a].pci == ranks[b].pci) {
+        choice.reason = "ranks " + std::to_string(a) + " and " + std::to_string(b) +
+                        " share the GPU at PCI " + PciBusIdText(ranks[a].pci) +
+                        " of one node, CUDA device " + std::to_string(ranks[a].device) +
+                        " of rank " + std::to_string(a) + " and " +
+                        std::to_string(ranks[b].device) + " of rank " + std::to_string(b);
         return choice;
       }
     }
@@ -96,11 +137,14 @@ std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> 
                                                   std::size_t chunk_bytes) {
   DOPPIO_ENSURE(base != nullptr && gpu != nullptr) << "MakeGpuCommunicator: no base or no GPU";
   if (base->size() == 1) return base;
-  const std::uint64_t mine[2] = {HostNameHash(), static_cast<std::uint64_t>(gpu->device())};
-  std::vector<std::uint64_t> all(2 * base->size());
-  base->Allgather(mine, all.data(), 2, CommType::kUInt64, "ranks' GPUs");
+  const std::uint64_t mine[3] = {HostNameHash(), static_cast<std::uint64_t>(gpu->device()),
+                                 PciBusIdKey(gpu->pci_bus_id())};
+  std::vector<std::uint64_t> all(3 * base->size());
+  base->Allgather(mine, all.data(), 3, CommType::kUInt64, "ranks' GPUs");
   std::vector<RankDevice> ranks(base->size());
-  for (int r = 0; r < base->size(); ++r) ranks[r] = {all[2 * r], all[2 * r + 1]};
+  for (int r = 0; r < base->size(); ++r) {
+    ranks[r] = {all[3 * r], static_cast<int>(all[3 * r + 1]), all[3 * r + 2]};
+  }
   // The same data on every rank: every rank takes the same path.
   const DeviceCommChoice choice = ChooseDeviceCommPath(ranks, kBuiltWithNccl, allow_nccl);
 #ifdef DOPPIO_WITH_NCCL

@@ -352,6 +352,15 @@ TEST_F(DistributedTest, RanksStartingFromDifferentSeedsEndWithRank0sWeights) {
   }
 }
 
+TEST_F(DistributedTest, RanksOnDifferentDevicesAgree) {
+  // `train --gpu=all` gives each rank of a node its own device_id.
+  SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch));
+  param.set_device_id(World()->rank());
+  DistributedSolver<float> trainer(param, World(), Options(SyncMode::kOverlap));
+  trainer.Solve();
+  EXPECT_EQ(trainer.solver()->iter(), 6);
+}
+
 TEST_F(DistributedTest, TestPhaseScoresEqualTheSingleProcessScores) {
   // 5 test batches of 3: with 2 ranks 3 + 2 of them, with 4 ranks 2 + 1 + 1 + 1.
   for (int test_iter : {5, 8}) {

@@ -1,6 +1,6 @@
 // The choices behind `mpirun -np N doppio train --gpu=...`, as pure functions (they run on
 // any machine): parsing --gpu, each local rank's device, and NCCL against the staged MPI
-// path from the ranks' (host, device) pairs.
+// path from the ranks' (host, device, PCI location).
 #include "doppio/parallel/gpu_selection.hpp"
 
 #include <gtest/gtest.h>
@@ -38,7 +38,7 @@ TEST(PickLocalGpu, AllWithMoreLocalRanksThanGpusIsAClearError) {
   const GpuRequest all = ParseGpuRequest("all");
   // Every rank of the node refuses, not only those beyond the last GPU.
   ExpectError([&] { PickLocalGpu(all, 0, 3, 2); }, {"3 ranks run on this node"});
-  ExpectError([&] { PickLocalGpu(all, 2, 3, 2); }, {"only 2 GPUs"});
+  ExpectError([&] { PickLocalGpu(all, 2, 3, 2); }, {"only 2 GPUs", "CUDA_VISIBLE_DEVICES"});
   ExpectError([&] { PickLocalGpu(all, 0, 1, 0); }, {"no CUDA device"});
 }
 
@@ -59,23 +59,76 @@ TEST(PickLocalGpu, ListNamingAMissingDeviceIsAnError) {
   EXPECT_EQ(PickLocalGpu(ParseGpuRequest("5"), 0, 1, 0), 5);
 }
 
+TEST(PciBusIdKey, OneKeyForEverySpellingOfALocation) {
+  const std::uint64_t key = PciBusIdKey("0000:3b:00.0");
+  EXPECT_EQ(PciBusIdKey("0000:3B:00.0"), key);
+  EXPECT_EQ(PciBusIdKey("00000000:3B:00.0"), key);  // nvidia-smi's eight-digit domain
+  EXPECT_EQ(PciBusIdText(key), "0000:3b:00.0");
+  // Every field counts.
+  const char* others[] = {"0001:3b:00.0", "0000:3c:00.0", "0000:3b:01.0", "0000:3b:00.1"};
+  for (const char* other : others) {
+    SCOPED_TRACE(other);
+    EXPECT_NE(PciBusIdKey(other), key);
+    EXPECT_EQ(PciBusIdText(PciBusIdKey(other)), other);
+  }
+  EXPECT_EQ(PciBusIdText(PciBusIdKey("10000:ff:1f.7")), "10000:ff:1f.7");
+}
+
+TEST(PciBusIdKey, RejectsWhatIsNotAPciBusId) {
+  for (const char* bad : {"", "3b:00.0", "0000:3b:00", "0000:3b:00.", "0000:3b:00.8",
+                          "0000:3b:20.0", "0000:3g:00.0", "0000:100:00.0", "000000000:3b:00.0",
+                          " 0000:3b:00.0", "0000:3b:00.0 ", "0000::00.0", "0000:3b.00:0"}) {
+    SCOPED_TRACE(bad);
+    ExpectError([&] { PciBusIdKey(bad); }, {"not a PCI bus id"});
+  }
+}
+
+// PCI locations of four GPUs.
+const std::uint64_t kGpuA = PciBusIdKey("0000:18:00.0");
+const std::uint64_t kGpuB = PciBusIdKey("0000:3b:00.0");
+const std::uint64_t kGpuC = PciBusIdKey("0000:86:00.0");
+
 TEST(ChooseDeviceCommPath, NcclWhenEveryRankHasItsOwnGpu) {
-  // Two nodes, two GPUs each: device ids repeat across nodes, which is fine.
-  const std::vector<RankDevice> ranks = {{11, 0}, {11, 1}, {22, 0}, {22, 1}};
+  // Two nodes, two GPUs each: device ids and PCI locations repeat across nodes, which is fine.
+  const std::vector<RankDevice> ranks = {
+      {11, 0, kGpuA}, {11, 1, kGpuB}, {22, 0, kGpuA}, {22, 1, kGpuB}};
   const DeviceCommChoice choice = ChooseDeviceCommPath(ranks, true);
   EXPECT_EQ(choice.path, DeviceCommPath::kNccl);
   EXPECT_NE(choice.reason.find("own"), std::string::npos) << choice.reason;
 }
 
+TEST(ChooseDeviceCommPath, NcclWhenEachRankSeesItsOwnGpuAsDeviceZero) {
+  // CUDA_VISIBLE_DEVICES=0 for one rank and =1 for the other, both run with --gpu=0: the same
+  // index, different GPUs.
+  const std::vector<RankDevice> ranks = {{11, 0, kGpuA}, {11, 0, kGpuB}, {11, 0, kGpuC}};
+  EXPECT_EQ(ChooseDeviceCommPath(ranks, true).path, DeviceCommPath::kNccl);
+}
+
 TEST(ChooseDeviceCommPath, StagedWhenRanksShareAGpu) {
-  const std::vector<RankDevice> ranks = {{11, 0}, {22, 0}, {11, 1}, {11, 0}};
+  const std::vector<RankDevice> ranks = {
+      {11, 0, kGpuA}, {22, 0, kGpuA}, {11, 1, kGpuB}, {11, 0, kGpuA}};
   const DeviceCommChoice choice = ChooseDeviceCommPath(ranks, true);
   EXPECT_EQ(choice.path, DeviceCommPath::kStagedMpi);
-  EXPECT_NE(choice.reason.find("ranks 0 and 3 share GPU 0"), std::string::npos) << choice.reason;
+  EXPECT_NE(choice.reason.find("ranks 0 and 3 share the GPU at PCI 0000:18:00.0"),
+            std::string::npos)
+      << choice.reason;
+}
+
+TEST(ChooseDeviceCommPath, StagedWhenOneGpuHasDifferentIndicesInTwoRanks) {
+  // One rank sees every GPU (the GPU at kGpuB is its device 1), the other only kGpuB (its
+  // device 0): different indices, one GPU.
+  const std::vector<RankDevice> ranks = {{11, 1, kGpuB}, {11, 0, kGpuB}};
+  const DeviceCommChoice choice = ChooseDeviceCommPath(ranks, true);
+  EXPECT_EQ(choice.path, DeviceCommPath::kStagedMpi);
+  EXPECT_NE(choice.reason.find("ranks 0 and 1 share the GPU at PCI 0000:3b:00.0"),
+            std::string::npos)
+      << choice.reason;
+  EXPECT_NE(choice.reason.find("CUDA device 1 of rank 0 and 0 of rank 1"), std::string::npos)
+      << choice.reason;
 }
 
 TEST(ChooseDeviceCommPath, StagedWithoutNcclOrWhenNotAllowed) {
-  const std::vector<RankDevice> ranks = {{11, 0}, {11, 1}};
+  const std::vector<RankDevice> ranks = {{11, 0, kGpuA}, {11, 1, kGpuB}};
   const DeviceCommChoice unbuilt = ChooseDeviceCommPath(ranks, false);
   EXPECT_EQ(unbuilt.path, DeviceCommPath::kStagedMpi);
   EXPECT_NE(unbuilt.reason.find("no NCCL"), std::string::npos) << unbuilt.reason;
@@ -83,7 +136,7 @@ TEST(ChooseDeviceCommPath, StagedWithoutNcclOrWhenNotAllowed) {
 }
 
 TEST(ChooseDeviceCommPath, OneRankHasItsOwnGpu) {
-  EXPECT_EQ(ChooseDeviceCommPath({{5, 3}}, true).path, DeviceCommPath::kNccl);
+  EXPECT_EQ(ChooseDeviceCommPath({{5, 3, kGpuC}}, true).path, DeviceCommPath::kNccl);
 }
 
 TEST(HostNameHash, IsStable) { EXPECT_EQ(HostNameHash(), HostNameHash()); }

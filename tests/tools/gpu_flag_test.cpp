@@ -66,6 +66,18 @@ TEST(GpuFlag, DeviceQueryListsTheDevices) {
   EXPECT_NE(run.output.find("CPU:"), std::string::npos) << run.output;
   if (GpuDeviceCount() > 0) {
     EXPECT_NE(run.output.find("Device id:"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("PCI bus id:"), std::string::npos) << run.output;
+  }
+}
+
+TEST(GpuFlag, DeviceQueryOfGpusNeedsADevice) {
+  const cli_test::Result run = RunFromSourceRoot("device_query --gpu=all");
+  if (GpuDeviceCount() > 0) {
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find("Device id:"), std::string::npos) << run.output;
+  } else {
+    EXPECT_NE(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find("--gpu=all given"), std::string::npos) << run.output;
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "command.hpp"
 #include "common_flags.hpp"
+#include "doppio/core/gpu_context.hpp"
 
 #ifdef DOPPIO_WITH_CUDA
 #include <cuda_runtime.h>
@@ -45,6 +46,10 @@ void QueryGpu(int device) {
   LOG(INFO) << "Major revision number:         " << prop.major;
   LOG(INFO) << "Minor revision number:         " << prop.minor;
   LOG(INFO) << "Name:                          " << prop.name;
+  // Unlike the device id, the same under any CUDA_VISIBLE_DEVICES.
+  char pci[64] = {};
+  if (cudaDeviceGetPCIBusId(pci, sizeof(pci) - 1, device) != cudaSuccess) cudaGetLastError();
+  LOG(INFO) << "PCI bus id:                    " << pci;
   LOG(INFO) << "Total global memory:           " << prop.totalGlobalMem;
   LOG(INFO) << "Total shared memory per block: " << prop.sharedMemPerBlock;
   LOG(INFO) << "Total registers per block:     " << prop.regsPerBlock;
@@ -71,13 +76,18 @@ int DeviceQuery() {
             << " logical cores";
   std::vector<int> gpus = GpusFromFlag();  // Error for --gpu in a build without GPU support
 #ifdef DOPPIO_WITH_CUDA
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  const int count = GpuDeviceCount();
+  if (count == 0) {
+    // A machine without a GPU is fine unless one was asked for.
+    DOPPIO_ENSURE(gpus.empty()) << "device_query: --gpu=" << FLAGS_gpu << " given, but "
+                                << GpuUnavailableReason();
+    LOG(INFO) << "No GPU (" << GpuUnavailableReason() << "): doppio runs on the CPU";
+    return 0;
+  }
   if (gpus.empty() || gpus[0] == -1) {
     gpus.clear();
     for (int i = 0; i < count; ++i) gpus.push_back(i);
   }
-  if (gpus.empty()) LOG(INFO) << "No CUDA GPU found: doppio runs on the CPU";
   for (int device : gpus) {
     DOPPIO_ENSURE(device < count) << "device_query: there is no GPU " << device << " (" << count
                                   << " found)";

@@ -30,11 +30,23 @@ GpuRequest ParseGpuRequest(const std::string& text);
 // GpuContext::Create to report why there is none.
 int PickLocalGpu(const GpuRequest& request, int local_rank, int local_size, int device_count);
 
-// Where each rank runs: its node (a hash of the host name) and its device.
+// Where each rank runs: its node (a hash of the host name), its CUDA device index (for
+// messages) and that device's PCI location (PciBusIdKey). The index alone cannot tell
+// whether two ranks share a GPU: it counts the devices of the process's
+// CUDA_VISIBLE_DEVICES, so two ranks' "device 0" may be different GPUs, and one GPU may have
+// different indices in two ranks.
 struct RankDevice {
   std::uint64_t host = 0;
-  std::uint64_t device = 0;
+  int device = 0;
+  std::uint64_t pci = 0;
 };
+
+// A PCI location "domain:bus:device.function" in hex, as cudaDeviceGetPCIBusId and
+// nvidia-smi write it ("0000:3b:00.0", "00000000:3B:00.0"), as one number: the same for
+// every spelling of one location. Throws Error for text of another form.
+std::uint64_t PciBusIdKey(const std::string& text);
+// A PciBusIdKey as text: "0000:3b:00.0".
+std::string PciBusIdText(std::uint64_t key);
 
 // How device buffers travel between the ranks.
 enum class DeviceCommPath {
@@ -43,11 +55,11 @@ enum class DeviceCommPath {
 };
 struct DeviceCommChoice {
   DeviceCommPath path = DeviceCommPath::kStagedMpi;
-  // Why, for the log ("ranks 0 and 1 share GPU 0 of one node").
+  // Why, for the log ("ranks 0 and 1 share the GPU at PCI 0000:3b:00.0 of one node, ...").
   std::string reason;
 };
-// NCCL when it is built and allowed and no two ranks share a device of one node (NCCL
-// cannot run two ranks on one GPU); else the staged MPI path.
+// NCCL when it is built and allowed and no two ranks of one node use the GPU at one PCI
+// location (NCCL cannot run two ranks on one GPU); else the staged MPI path.
 DeviceCommChoice ChooseDeviceCommPath(const std::vector<RankDevice>& ranks, bool nccl_built,
                                       bool nccl_allowed = true);
 
@@ -55,8 +67,8 @@ DeviceCommChoice ChooseDeviceCommPath(const std::vector<RankDevice>& ranks, bool
 std::uint64_t HostNameHash();
 
 // Collective over the ranks of `base` (an MpiCommunicator), each training on `gpu`: gathers
-// every rank's (host, device), chooses the path (ChooseDeviceCommPath, with NCCL only when
-// `allow_nccl`), logs it on rank 0, and returns the communicator for the training: an
+// every rank's (host, device, PCI location), chooses the path (ChooseDeviceCommPath, with NCCL only
+// when `allow_nccl`), logs it on rank 0, and returns the communicator for the training: an
 // NcclCommunicator over `base`, or `base` itself with GPU staging in chunks of
 // `chunk_bytes`. One rank: `base` as it is.
 std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> base,
