@@ -117,27 +117,54 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
                                       std::to_string(shard_size_)
                                 : std::string());
 
-  prefetcher_ = std::make_unique<BatchPrefetcher<Dtype>>(
-      static_cast<int>(depth), [this](Batch<Dtype>* batch) { LoadBatch(batch); });
+  prefetcher_ = std::make_unique<BatchPrefetcher<Dtype>>(static_cast<int>(depth),
+                                                         [this](Batch<Dtype>* batch) {
+                                                           LoadBatch(batch);
+                                                           uploader_.Upload(*batch);
+                                                         });
   prefetcher_->Start();
 }
 
 template <typename Dtype>
-void BasePrefetchingDataLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
-  Batch<Dtype>* batch = nullptr;
+Batch<Dtype>* BasePrefetchingDataLayer<Dtype>::TakeBatch() {
   try {
-    batch = prefetcher_->Take();
+    return prefetcher_->Take();
   } catch (const Error& error) {
     const std::string who = this->Describe();
     if (std::string(error.what()).find(who) != std::string::npos) throw;
     throw Error(who + ": reading a batch failed: " + error.what());
   }
-  top[0]->Reshape(batch->shape);
-  std::memcpy(top[0]->mutable_cpu_data(), batch->data.data(), batch->data.size() * sizeof(Dtype));
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::CopyToTopsOnHost(const Batch<Dtype>& batch,
+                                                       const BlobVec& top) {
+  top[0]->Reshape(batch.shape);
+  std::memcpy(top[0]->mutable_cpu_data(), batch.data.data(), batch.data.size() * sizeof(Dtype));
   if (output_labels_) {
-    top[1]->Reshape({batch->shape[0]});
-    std::memcpy(top[1]->mutable_cpu_data(), batch->label.data(),
-                batch->label.size() * sizeof(Dtype));
+    top[1]->Reshape({batch.shape[0]});
+    std::memcpy(top[1]->mutable_cpu_data(), batch.label.data(), batch.label.size() * sizeof(Dtype));
+  }
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  Batch<Dtype>* batch = TakeBatch();
+  CopyToTopsOnHost(*batch, top);
+  prefetcher_->Release(batch);
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+  uploader_.Enable(this->gpu_context());
+  Batch<Dtype>* batch = TakeBatch();
+  try {
+    if (!uploader_.CopyToTops(*batch, top[0], output_labels_ ? top[1] : nullptr)) {
+      CopyToTopsOnHost(*batch, top);
+    }
+  } catch (...) {
+    prefetcher_->Release(batch);
+    throw;
   }
   prefetcher_->Release(batch);
 }

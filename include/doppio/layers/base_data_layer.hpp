@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "doppio/core/layer.hpp"
+#include "doppio/data/batch_uploader.hpp"
 #include "doppio/data/data_transformer.hpp"
 #include "doppio/data/prefetch.hpp"
 
@@ -55,6 +56,8 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   void StopPrefetching();
 
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  // Copies the batch the prefetch thread has already uploaded (device to device).
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {}
 
@@ -72,6 +75,11 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   std::uint64_t batches_per_epoch_ = 0;
 
  private:
+  Batch<Dtype>* TakeBatch();
+  void CopyToTopsOnHost(const Batch<Dtype>& batch, const BlobVec& top);
+
+  // Declared before the prefetcher, whose thread uses it, so that it outlives that thread.
+  BatchUploader<Dtype> uploader_;
   std::unique_ptr<BatchPrefetcher<Dtype>> prefetcher_;
 };
 
