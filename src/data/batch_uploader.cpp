@@ -1,18 +1,15 @@
+// Built with CUDA only: without it there is no GPU mode to upload for.
+#ifdef DOPPIO_WITH_CUDA
 #include "doppio/data/batch_uploader.hpp"
+
+#include <cuda_runtime.h>
 
 #include <cstring>
 
+#include "doppio/util/gpu_util.hpp"
 #include "doppio/util/math_functions.hpp"
 
-#ifdef DOPPIO_WITH_CUDA
-#include <cuda_runtime.h>
-
-#include "doppio/util/gpu_util.hpp"
-#endif
-
 namespace doppio {
-
-#ifdef DOPPIO_WITH_CUDA
 
 template <typename Dtype>
 struct BatchUploader<Dtype>::Slot {
@@ -121,35 +118,8 @@ bool BatchUploader<Dtype>::CopyToTops(const Batch<Dtype>& batch, Blob<Dtype>* da
   return true;
 }
 
-#else  // no CUDA: there is no GPU mode, so nothing is ever enabled
-
-template <typename Dtype>
-struct BatchUploader<Dtype>::Slot {};
-
-template <typename Dtype>
-struct BatchUploader<Dtype>::Stream {};
-
-template <typename Dtype>
-BatchUploader<Dtype>::BatchUploader() = default;
-
-template <typename Dtype>
-BatchUploader<Dtype>::~BatchUploader() = default;
-
-template <typename Dtype>
-void BatchUploader<Dtype>::Enable(const std::shared_ptr<GpuContext>&) {
-  DOPPIO_FAIL() << "batches can be uploaded to a GPU only by a build with CUDA";
-}
-
-template <typename Dtype>
-void BatchUploader<Dtype>::Upload(const Batch<Dtype>&) {}
-
-template <typename Dtype>
-bool BatchUploader<Dtype>::CopyToTops(const Batch<Dtype>&, Blob<Dtype>*, Blob<Dtype>*) {
-  return false;
-}
-
-#endif  // DOPPIO_WITH_CUDA
-
 DOPPIO_INSTANTIATE_CLASS(BatchUploader);
 
 }  // namespace doppio
+
+#endif  // DOPPIO_WITH_CUDA

@@ -117,12 +117,17 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
                                       std::to_string(shard_size_)
                                 : std::string());
 
-  prefetcher_ = std::make_unique<BatchPrefetcher<Dtype>>(static_cast<int>(depth),
-                                                         [this](Batch<Dtype>* batch) {
-                                                           LoadBatch(batch);
-                                                           uploader_.Upload(*batch);
-                                                         });
+  prefetcher_ = std::make_unique<BatchPrefetcher<Dtype>>(
+      static_cast<int>(depth), [this](Batch<Dtype>* batch) { FillBatch(batch); });
   prefetcher_->Start();
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::FillBatch(Batch<Dtype>* batch) {
+  LoadBatch(batch);
+#ifdef DOPPIO_WITH_CUDA
+  uploader_.Upload(*batch);
+#endif
 }
 
 template <typename Dtype>
@@ -154,6 +159,7 @@ void BasePrefetchingDataLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const B
   prefetcher_->Release(batch);
 }
 
+#ifdef DOPPIO_WITH_CUDA
 template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
   uploader_.Enable(this->gpu_context());
@@ -168,6 +174,7 @@ void BasePrefetchingDataLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const B
   }
   prefetcher_->Release(batch);
 }
+#endif  // DOPPIO_WITH_CUDA
 
 DOPPIO_INSTANTIATE_CLASS(BasePrefetchingDataLayer);
 

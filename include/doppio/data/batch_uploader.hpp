@@ -1,5 +1,7 @@
 #pragma once
 
+// Built with CUDA only (DOPPIO_WITH_CUDA).
+
 #include <memory>
 #include <mutex>
 #include <unordered_map>

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "doppio/core/layer.hpp"
+#ifdef DOPPIO_WITH_CUDA
 #include "doppio/data/batch_uploader.hpp"
+#endif
 #include "doppio/data/data_transformer.hpp"
 #include "doppio/data/prefetch.hpp"
 
@@ -56,8 +58,10 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   void StopPrefetching();
 
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+#ifdef DOPPIO_WITH_CUDA
   // Copies the batch the prefetch thread has already uploaded (device to device).
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+#endif
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {}
 
@@ -75,11 +79,15 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   std::uint64_t batches_per_epoch_ = 0;
 
  private:
+  // On the prefetch thread: LoadBatch, then the upload in GPU mode.
+  void FillBatch(Batch<Dtype>* batch);
   Batch<Dtype>* TakeBatch();
   void CopyToTopsOnHost(const Batch<Dtype>& batch, const BlobVec& top);
 
+#ifdef DOPPIO_WITH_CUDA
   // Declared before the prefetcher, whose thread uses it, so that it outlives that thread.
   BatchUploader<Dtype> uploader_;
+#endif
   std::unique_ptr<BatchPrefetcher<Dtype>> prefetcher_;
 };
 
