@@ -68,11 +68,6 @@ cudnnMathType_t CudnnConvolutionLayer<Dtype>::BaseMathType() const {
 }
 
 template <typename Dtype>
-bool CudnnConvolutionLayer<Dtype>::MathAllowed(cudnnMathType_t math) const {
-  return BaseMathType() != CUDNN_FMA_MATH || math == CUDNN_FMA_MATH;
-}
-
-template <typename Dtype>
 void CudnnConvolutionLayer<Dtype>::SetConvolution(cudnnConvolutionDescriptor_t desc,
                                                   cudnnMathType_t math) {
   DOPPIO_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(

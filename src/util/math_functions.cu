@@ -450,16 +450,6 @@ void gpu_rng_bernoulli(GpuContext& gpu, int n, Dtype p, Rng& rng, unsigned int* 
   gpu_rng_bernoulli(gpu, n, p, static_cast<std::uint64_t>(rng.engine()()), r);
 }
 
-void gpu_memcpy(GpuContext& gpu, std::size_t bytes, const void* src, void* dst) {
-  if (bytes == 0 || src == dst) return;
-  DOPPIO_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, gpu.stream()));
-  cudaPointerAttributes attributes;
-  DOPPIO_CUDA_CHECK(cudaPointerGetAttributes(&attributes, dst));
-  if (attributes.type != cudaMemoryTypeDevice) {
-    DOPPIO_CUDA_CHECK(cudaStreamSynchronize(gpu.stream()));
-  }
-}
-
 #define DOPPIO_INSTANTIATE_GPU_MATH(Dtype)                                                        \
   template void gpu_gemm<Dtype>(GpuContext&, Trans, Trans, int, int, int, Dtype, const Dtype*,    \
                                 const Dtype*, Dtype, Dtype*);                                     \

@@ -37,7 +37,6 @@ class CudnnConvolutionLayer : public ConvolutionLayer<Dtype> {
   void SetConvolution(cudnnConvolutionDescriptor_t desc, cudnnMathType_t math);
   // The math type the options allow for Dtype, and whether an algorithm's is acceptable.
   cudnnMathType_t BaseMathType() const;
-  bool MathAllowed(cudnnMathType_t math) const;
 
   // Parameters live in the net's arena, packed back to back, so their device pointers may
   // lack the 16-byte alignment some cuDNN kernels need; then cuDNN works on aligned copies.

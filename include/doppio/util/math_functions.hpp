@@ -166,9 +166,6 @@ void gpu_rng_gaussian(GpuContext& gpu, int n, Dtype mean, Dtype stddev, Rng& rng
 template <typename Dtype>
 void gpu_rng_bernoulli(GpuContext& gpu, int n, Dtype p, Rng& rng, unsigned int* r);
 
-// Copies `bytes` between any two device or host addresses, ordered on the stream; waits
-// when the destination is host memory.
-void gpu_memcpy(GpuContext& gpu, std::size_t bytes, const void* src, void* dst);
 #endif
 
 }  // namespace doppio
