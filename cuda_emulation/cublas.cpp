@@ -173,6 +173,56 @@ cublasStatus_t CheckLevel1(const char* call, cublasHandle_t handle, int n, const
   return CUBLAS_STATUS_SUCCESS;
 }
 
+template <typename T>
+cublasStatus_t Axpy(const char* call, cublasHandle_t handle, int n, const T* alpha, const T* x,
+                    int incx, T* y, int incy) {
+  const cublasStatus_t status = CheckLevel1(call, handle, n, x, incx, y, incy, alpha);
+  if (status != CUBLAS_STATUS_SUCCESS) return status;
+  const T alpha_value = *alpha;
+  doppio_emulation::Enqueue(handle->stream, [=] {
+    if constexpr (sizeof(T) == 4) {
+      cblas_saxpy(n, alpha_value, x, incx, y, incy);
+    } else {
+      cblas_daxpy(n, alpha_value, x, incx, y, incy);
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+template <typename T>
+cublasStatus_t Scal(const char* call, cublasHandle_t handle, int n, const T* alpha, T* x,
+                    int incx) {
+  const cublasStatus_t status =
+      CheckLevel1(call, handle, n, x, incx, static_cast<const T*>(nullptr), 1, alpha);
+  if (status != CUBLAS_STATUS_SUCCESS) return status;
+  const T alpha_value = *alpha;
+  doppio_emulation::Enqueue(handle->stream, [=] {
+    if constexpr (sizeof(T) == 4) {
+      cblas_sscal(n, alpha_value, x, incx);
+    } else {
+      cblas_dscal(n, alpha_value, x, incx);
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// x . y, or the sum of |x| when y is null, into a host result: the call waits for the work
+// queued on the stream before it, and for its own.
+template <typename T>
+cublasStatus_t Dot(const char* call, cublasHandle_t handle, int n, const T* x, int incx, const T* y,
+                   int incy, T* result) {
+  const cublasStatus_t status = CheckLevel1(call, handle, n, x, incx, y, incy, result);
+  if (status != CUBLAS_STATUS_SUCCESS) return status;
+  doppio_emulation::RunStream(handle->stream);
+  doppio_emulation::DeviceAccess access;
+  if constexpr (sizeof(T) == 4) {
+    *result = y ? cblas_sdot(n, x, incx, y, incy) : cblas_sasum(n, x, incx);
+  } else {
+    *result = y ? cblas_ddot(n, x, incx, y, incy) : cblas_dasum(n, x, incx);
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 cublasStatus_t cublasCreate(cublasHandle_t* handle) {
@@ -259,81 +309,37 @@ cublasStatus_t cublasDgemv(cublasHandle_t handle, cublasOperation_t trans, int m
 
 cublasStatus_t cublasSaxpy(cublasHandle_t handle, int n, const float* alpha, const float* x,
                            int incx, float* y, int incy) {
-  const cublasStatus_t status = CheckLevel1("cublasSaxpy", handle, n, x, incx, y, incy, alpha);
-  if (status != CUBLAS_STATUS_SUCCESS) return status;
-  const auto alpha_value = *alpha;
-  doppio_emulation::Enqueue(handle->stream, [=] { cblas_saxpy(n, alpha_value, x, incx, y, incy); });
-  return CUBLAS_STATUS_SUCCESS;
+  return Axpy("cublasSaxpy", handle, n, alpha, x, incx, y, incy);
 }
 
 cublasStatus_t cublasDaxpy(cublasHandle_t handle, int n, const double* alpha, const double* x,
                            int incx, double* y, int incy) {
-  const cublasStatus_t status = CheckLevel1("cublasDaxpy", handle, n, x, incx, y, incy, alpha);
-  if (status != CUBLAS_STATUS_SUCCESS) return status;
-  const auto alpha_value = *alpha;
-  doppio_emulation::Enqueue(handle->stream, [=] { cblas_daxpy(n, alpha_value, x, incx, y, incy); });
-  return CUBLAS_STATUS_SUCCESS;
+  return Axpy("cublasDaxpy", handle, n, alpha, x, incx, y, incy);
 }
 
 cublasStatus_t cublasSscal(cublasHandle_t handle, int n, const float* alpha, float* x, int incx) {
-  const cublasStatus_t status =
-      CheckLevel1("cublasSscal", handle, n, x, incx, static_cast<float*>(nullptr), 1, alpha);
-  if (status != CUBLAS_STATUS_SUCCESS) return status;
-  const auto alpha_value = *alpha;
-  doppio_emulation::Enqueue(handle->stream, [=] { cblas_sscal(n, alpha_value, x, incx); });
-  return CUBLAS_STATUS_SUCCESS;
+  return Scal("cublasSscal", handle, n, alpha, x, incx);
 }
 
 cublasStatus_t cublasDscal(cublasHandle_t handle, int n, const double* alpha, double* x, int incx) {
-  const cublasStatus_t status =
-      CheckLevel1("cublasDscal", handle, n, x, incx, static_cast<double*>(nullptr), 1, alpha);
-  if (status != CUBLAS_STATUS_SUCCESS) return status;
-  const auto alpha_value = *alpha;
-  doppio_emulation::Enqueue(handle->stream, [=] { cblas_dscal(n, alpha_value, x, incx); });
-  return CUBLAS_STATUS_SUCCESS;
+  return Scal("cublasDscal", handle, n, alpha, x, incx);
 }
 
 cublasStatus_t cublasSdot(cublasHandle_t handle, int n, const float* x, int incx, const float* y,
                           int incy, float* result) {
-  const cublasStatus_t status = CheckLevel1("cublasSdot", handle, n, x, incx, y, incy, result);
-  if (status != CUBLAS_STATUS_SUCCESS) return status;
-  // With a host result the call waits for the stream's work, and then for its own.
-  doppio_emulation::RunStream(handle->stream);
-  doppio_emulation::DeviceAccess access;
-  *result = cblas_sdot(n, x, incx, y, incy);
-  return CUBLAS_STATUS_SUCCESS;
+  return Dot("cublasSdot", handle, n, x, incx, y, incy, result);
 }
 
 cublasStatus_t cublasDdot(cublasHandle_t handle, int n, const double* x, int incx, const double* y,
                           int incy, double* result) {
-  const cublasStatus_t status = CheckLevel1("cublasDdot", handle, n, x, incx, y, incy, result);
-  if (status != CUBLAS_STATUS_SUCCESS) return status;
-  // With a host result the call waits for the stream's work, and then for its own.
-  doppio_emulation::RunStream(handle->stream);
-  doppio_emulation::DeviceAccess access;
-  *result = cblas_ddot(n, x, incx, y, incy);
-  return CUBLAS_STATUS_SUCCESS;
+  return Dot("cublasDdot", handle, n, x, incx, y, incy, result);
 }
 
 cublasStatus_t cublasSasum(cublasHandle_t handle, int n, const float* x, int incx, float* result) {
-  const cublasStatus_t status =
-      CheckLevel1("cublasSasum", handle, n, x, incx, static_cast<float*>(nullptr), 1, result);
-  if (status != CUBLAS_STATUS_SUCCESS) return status;
-  // With a host result the call waits for the stream's work, and then for its own.
-  doppio_emulation::RunStream(handle->stream);
-  doppio_emulation::DeviceAccess access;
-  *result = cblas_sasum(n, x, incx);
-  return CUBLAS_STATUS_SUCCESS;
+  return Dot("cublasSasum", handle, n, x, incx, static_cast<const float*>(nullptr), 1, result);
 }
 
 cublasStatus_t cublasDasum(cublasHandle_t handle, int n, const double* x, int incx,
                            double* result) {
-  const cublasStatus_t status =
-      CheckLevel1("cublasDasum", handle, n, x, incx, static_cast<double*>(nullptr), 1, result);
-  if (status != CUBLAS_STATUS_SUCCESS) return status;
-  // With a host result the call waits for the stream's work, and then for its own.
-  doppio_emulation::RunStream(handle->stream);
-  doppio_emulation::DeviceAccess access;
-  *result = cblas_dasum(n, x, incx);
-  return CUBLAS_STATUS_SUCCESS;
+  return Dot("cublasDasum", handle, n, x, incx, static_cast<const double*>(nullptr), 1, result);
 }
