@@ -162,8 +162,8 @@ void ChannelSum(GpuContext& gpu, int outer, int channels, int inner, Term term, 
   if (channels <= 0) return;
   const int blocks = channels < 65535 ? channels : 65535;
   void (*kernel)(int, int, int, Term, Dtype, Dtype*) = ChannelSumKernel<Dtype, Term>;
-  DOPPIO_LAUNCH(kernel, blocks, kChannelSumThreads, gpu.stream())(outer, channels, inner, term,
-                                                                  beta, out);
+  DOPPIO_LAUNCH(kernel, blocks, kChannelSumThreads, gpu.stream())
+  (outer, channels, inner, term, beta, out);
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) detail::ThrowCudaError(status, "ChannelSumKernel", __FILE__, __LINE__);
 }
