@@ -37,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,6 +60,44 @@ LAYER_RE = re.compile(r"^(\S+)\s+(\S+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%$")
 
 def on_off(flag):
     return "on" if flag else "off"
+
+
+class PeakDeviceMemory:
+    """The most device memory one process held while the `with` block ran, in MiB, as the
+    driver reports it (nvidia-smi --query-compute-apps: the CUDA context, the framework's
+    allocations and its libraries' workspaces). None where the driver lists no processes
+    (some containers)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.peak = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _sample(self):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                 "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        for line in out.stdout.splitlines():
+            fields = [f.strip() for f in line.split(",")]
+            if len(fields) == 2 and fields[0] == str(self.pid) and fields[1].isdigit():
+                self.peak = max(self.peak or 0, int(fields[1]))
+
+    def _poll(self):
+        while not self._stop.wait(0.05):
+            self._sample()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._sample()
+        self._stop.set()
+        self._thread.join()
 
 
 # --------------------------------------------------------------------------- PyTorch
@@ -134,27 +173,29 @@ class TorchGpuBench:
             if with_update:
                 optimizer.step()
 
-        for _ in range(warmup):
-            step()
-        torch.cuda.synchronize(self.device)
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iterations):
-            step()
-        end.record()
-        torch.cuda.synchronize(self.device)
+        with PeakDeviceMemory(os.getpid()) as memory:
+            for _ in range(warmup):
+                step()
+            torch.cuda.synchronize(self.device)
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iterations):
+                step()
+            end.record()
+            torch.cuda.synchronize(self.device)
         ms = start.elapsed_time(end) / iterations
         params = sum(p.numel() for p in model.parameters())
         del model, optimizer, x, y
         torch.cuda.empty_cache()
-        return ms, params
+        return ms, params, memory.peak
 
 
 # --------------------------------------------------------------------------- Doppio
 
 def time_doppio(args, net, batch, iterations):
-    """Runs `doppio time` once; returns (forward, backward, forward-backward ms, layer rows)."""
+    """Runs `doppio time` once; returns (forward, backward, forward-backward ms, layer rows,
+    peak device memory MiB)."""
     model = os.path.join("models", net, "train_val.prototxt")
     c, h, w = NETS[net]["shape"]
     cmd = [os.path.abspath(args.doppio), "time", "--model=" + model,
@@ -165,8 +206,16 @@ def time_doppio(args, net, batch, iterations):
            "--cudnn_algo=%s" % ("measure" if args.cudnn_benchmark else "heuristic")]
     env = dict(os.environ, GLOG_logtostderr="1")
     t0 = time.time()
-    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=args.timeout)
+    child = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    with PeakDeviceMemory(child.pid) as memory:
+        try:
+            stdout, stderr = child.communicate(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise
+    run = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
     output = run.stdout + run.stderr
     if run.returncode != 0:
         raise RuntimeError("doppio time failed for %s (exit %d, %.0f s):\n%s"
@@ -184,7 +233,7 @@ def time_doppio(args, net, batch, iterations):
             layers.append(dict(name=m.group(1), type=m.group(2), forward_ms=float(m.group(3)),
                                backward_ms=float(m.group(4)), share=float(m.group(5))))
     return (float(f.group(1)) if f else None, float(b.group(1)) if b else None,
-            float(fb.group(1)), layers)
+            float(fb.group(1)), layers, memory.peak)
 
 
 # --------------------------------------------------------------------------- main
@@ -261,15 +310,17 @@ def main(argv=None):
         row = dict(net=net, batch=batch, iterations=iterations)
         if not args.pytorch_only:
             try:
-                f, b, fb, layers = time_doppio(args, net, batch, iterations)
+                f, b, fb, layers, peak = time_doppio(args, net, batch, iterations)
                 row.update(doppio_forward_ms=f, doppio_backward_ms=b, doppio_ms=fb,
-                           doppio_images_per_s=batch * 1000.0 / fb, doppio_layers=layers)
+                           doppio_images_per_s=batch * 1000.0 / fb, doppio_layers=layers,
+                           doppio_peak_mib=peak)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print("doppio, %s: %s" % (net, e), file=sys.stderr)
         if torch_bench:
-            ms, params = torch_bench.time(net, batch, iterations, args.warmup, False)
-            ms_update, _ = torch_bench.time(net, batch, iterations, args.warmup, True)
+            ms, params, peak = torch_bench.time(net, batch, iterations, args.warmup, False)
+            ms_update, _, _ = torch_bench.time(net, batch, iterations, args.warmup, True)
             row.update(pytorch_ms=ms, pytorch_images_per_s=batch * 1000.0 / ms,
+                       pytorch_peak_mib=peak,
                        pytorch_update_ms=ms_update,
                        pytorch_update_images_per_s=batch * 1000.0 / ms_update,
                        pytorch_parameters=params)
@@ -278,14 +329,17 @@ def main(argv=None):
         results.append(row)
 
     print("| net | batch | Doppio ms | Doppio img/s | PyTorch ms | PyTorch img/s | "
-          "Doppio / PyTorch speed | PyTorch +SGD img/s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "Doppio / PyTorch speed | PyTorch +SGD img/s | Doppio peak MiB | PyTorch peak MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
-        print("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["net"], r["batch"], fmt(r.get("doppio_ms"), "%.2f"),
             fmt(r.get("doppio_images_per_s")), fmt(r.get("pytorch_ms"), "%.2f"),
             fmt(r.get("pytorch_images_per_s")), fmt(r.get("speedup"), "%.2fx"),
-            fmt(r.get("pytorch_update_images_per_s"))))
+            fmt(r.get("pytorch_update_images_per_s")), fmt(r.get("doppio_peak_mib"), "%d"),
+            fmt(r.get("pytorch_peak_mib"), "%d")))
+    print("\nPeak MiB: the most device memory the process held during the run, as nvidia-smi "
+          "reports it (CUDA context included; '-' where the driver lists no processes).")
 
     if not args.no_layers:
         for r in results:

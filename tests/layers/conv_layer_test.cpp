@@ -441,14 +441,19 @@ TYPED_TEST(ConvolutionLayerTest, EveryGemmPathMatchesTheDefinitionSeriallyAndThr
       ThreadPool pool(threads);
       ThreadPool::Scope use(&pool);
       const PassResult<TypeParam> threaded = RunPass(c, bottom, top_diff, weight, bias);
-      // Every image is computed alone: outputs and input gradients are bit-identical.
-      EXPECT_EQ(serial.top, threaded.top);
-      EXPECT_EQ(serial.bottom_diff, threaded.bottom_diff);
-      // Parameter gradients are summed in per-thread partial sums: equal up to rounding.
+      // The thread count changes how many images share a GEMM, and BLAS kernels may round
+      // a column differently at another position or width (OpenBLAS's Haswell kernels on
+      // AMD EPYC do), and parameter gradients are summed in per-thread partial sums: so
+      // across thread counts the results agree up to rounding, not bit for bit.
+      ExpectClose(expected_top, threaded.top.data(), tolerance, "top");
+      ExpectClose(in_diff, threaded.bottom_diff.data(), tolerance, "bottom diff");
       ExpectClose(weight_diff, threaded.weight_diff.data(), tolerance, "weight diff");
       ExpectClose(bias_diff, threaded.bias_diff.data(), tolerance, "bias diff");
-      // And the same again: the parts' order of summation is fixed.
+      // For one thread count the partition and the order of summation are fixed: a second
+      // pass gives the same bits.
       const PassResult<TypeParam> again = RunPass(c, bottom, top_diff, weight, bias);
+      EXPECT_EQ(threaded.top, again.top);
+      EXPECT_EQ(threaded.bottom_diff, again.bottom_diff);
       EXPECT_EQ(threaded.weight_diff, again.weight_diff);
       EXPECT_EQ(threaded.bias_diff, again.bias_diff);
     }
