@@ -110,8 +110,9 @@ nvidia-smi -L >/dev/null 2>&1 && has_gpu=1
   fi
   echo "- CUDA: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo 'no nvcc')"
 } >"$state/machine.txt"
+sonames="$(ldconfig -p | awk 'NR > 1 {print $1}' | sort -u)"
 {
-  ldconfig -p | awk 'NR > 1 {print "soname", $1}' | sort -u
+  sed 's/^/soname /' <<<"$sonames"
   grep -v '^#' scripts/device_groups.txt | cut -d'|' -f3 | while read -r header; do
     [ -e "/usr/$header" ] && echo "header /usr/$header"
   done
@@ -122,7 +123,7 @@ bundle="$root/.device-bundle/bundle.tar.xz"
 prefixes=()
 from_bundle=()
 while IFS='|' read -r group _ header soname; do
-  if [ -e "/usr/$header" ] && { [ -z "$soname" ] || ldconfig -p | grep -q " $soname "; }; then
+  if [ -e "/usr/$header" ] && { [ -z "$soname" ] || grep -qxF "$soname" <<<"$sonames"; }; then
     continue
   fi
   if [ ! -d "$build/deps/$group" ]; then
