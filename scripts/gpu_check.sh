@@ -24,6 +24,7 @@
 # every step ran and passed, 3 when steps are left for another call, 1 when a step failed.
 # Extra cmake arguments: DOPPIO_GPU_CHECK_CMAKE_ARGS.
 set -uo pipefail
+set -m
 cd "$(dirname "$0")/.."
 root="$PWD"
 
@@ -78,11 +79,26 @@ step() {
     return 3
   fi
   log "$name (at most ${left} s)"
-  local begin=$SECONDS rc
-  timeout --kill-after=10 "$left" "$@" >"$state/logs/$name.log" 2>&1
+  local begin=$SECONDS rc expired="$state/expired"
+  rm -f "$expired"
+  # A subshell (so the step may be a function) in a process group of its own (set -m), which
+  # a watchdog ends, children included, when the call's budget runs out.
+  ("$@") >"$state/logs/$name.log" 2>&1 &
+  local pid=$!
+  (
+    sleep "$left"
+    touch "$expired"
+    kill -TERM -- "-$pid" 2>/dev/null
+    sleep 10
+    kill -KILL -- "-$pid" 2>/dev/null
+  ) >/dev/null 2>&1 &
+  local watchdog=$!
+  wait "$pid"
   rc=$?
+  kill -- "-$watchdog" 2>/dev/null
+  wait "$watchdog" 2>/dev/null
   local took=$((SECONDS - begin))
-  if ((rc == 124 || rc == 137)); then
+  if [ -e "$expired" ]; then
     record "$name" "stopped by this call's time limit after ${took} s; run again to resume"
     status=$((status == 1 ? 1 : 3))
     return 3
@@ -101,7 +117,7 @@ step() {
 has_gpu=0
 nvidia-smi -L >/dev/null 2>&1 && has_gpu=1
 {
-  echo "- date: $(date -u '+%F %T UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "- date: $(date -u '+%F %T UTC')"
   echo "- host: $(. /etc/os-release && echo "$PRETTY_NAME"), $(nproc) cores"
   if ((has_gpu)); then
     echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader)"
