@@ -16,9 +16,9 @@
 # 6. bench/gpu_train_vs_pytorch.py: AlexNet b256, GoogLeNet b128, ResNet-50 b64 against
 #    PyTorch (images/s, TF32 stated, peak memory).
 #
-# Steps that finished are stamped in build-gpu/gpu_check/ and skipped when the script runs
+# Steps that passed are stamped in build-gpu/gpu_check/ and skipped when the script runs
 # again, so a call cut short by its time limit resumes where it stopped while the machine
-# (and build-gpu/) is still there. DOPPIO_GPU_CHECK_SECONDS (default 540) is this call's
+# (and build-gpu/) is still there; failed steps run again. DOPPIO_GPU_CHECK_SECONDS (default 540) is this call's
 # budget: a step that would not fit is left for the next call. OUTDIR gets summary.md,
 # target_inventory.txt, bench.json and logs.tar.gz (every step's log). Exit code: 0 when
 # every step ran and passed, 3 when steps are left for another call, 1 when a step failed.
@@ -70,8 +70,8 @@ write_summary() {
 step() {
   local name="$1" need="$2"
   shift 2
-  # A step that ran in an earlier call keeps its exit code.
-  [ -e "$state/done/$name" ] && return "$(cat "$state/done/$name")"
+  # A step that passed in an earlier call is not run again; one that failed is.
+  [ -e "$state/done/$name" ] && return 0
   local left=$((budget - SECONDS))
   if ((left < need)); then
     record "$name" "not run: ${left} s left of this call, about ${need} s needed; run again to resume"
@@ -103,8 +103,8 @@ step() {
     status=$((status == 1 ? 1 : 3))
     return 3
   fi
-  echo "$rc" >"$state/done/$name"
   if ((rc == 0)); then
+    touch "$state/done/$name"
     record "$name" "passed in ${took} s"
   else
     record "$name" "FAILED (exit ${rc}) in ${took} s: see logs/$name.log"
