@@ -75,8 +75,11 @@ for entry in "${groups_table[@]}"; do
   for package in $packages; do
     dpkg -x "$work/debs/${package}_"*.deb "$stage/deps/$group"
   done
-  # Doppio links shared libraries; GoogleTest comes only as static ones.
-  find "$stage/deps/$group" -name '*.a' ! -name 'libg[mt]*.a' -delete
+  # Doppio links shared libraries. OpenCV's and OpenBLAS's static ones are large and no CMake
+  # package names them (the gflags and glog packages name theirs, so those stay).
+  case "$group" in
+    opencv | openblas) find "$stage/deps/$group" -name '*.a' -delete ;;
+  esac
   rm -rf "$stage/deps/$group/usr/share/doc" "$stage/deps/$group/usr/share/man" "$work/debs/"*
   included+=("$group")
   echo "device_bundle: $group: $packages"
