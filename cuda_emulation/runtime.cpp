@@ -4,11 +4,14 @@
 // waiting for an event, a synchronous copy, cudaFree, cudaDeviceSynchronize. A program that
 // reads results without waiting reads stale memory, as it might on a GPU, but every time.
 // The calls are checked too: handles exist, copies go between the memory kinds they claim
-// and stay inside their buffers.
+// and stay inside their buffers. A timing event's time is the host time at which its
+// place in the queue ran, so elapsed times cover the queued work's running, not its issue.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -22,9 +25,18 @@ struct DoppioEmulatedStream {
   bool blocking;  // created without cudaStreamNonBlocking: ordered with the default stream
   std::deque<std::function<void()>> queue;
 };
+// When a record's place in the queue ran. Shared with the queued marker, which may outlive
+// the event (destroying an event with a record pending is allowed).
+struct DoppioEventStamp {
+  unsigned long long record = 0;  // the number of the record the time belongs to
+  bool ran = false;
+  double ms = 0;  // host steady clock
+};
 struct DoppioEmulatedEvent {
   cudaStream_t stream;  // where it was last recorded
   bool recorded;
+  bool timing;
+  std::shared_ptr<DoppioEventStamp> stamp;
 };
 
 namespace doppio_emulation {
@@ -464,12 +476,12 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
-  *event = new (std::nothrow) DoppioEmulatedEvent{nullptr, false};
+  *event = new (std::nothrow) DoppioEmulatedEvent{
+      nullptr, false, (flags & cudaEventDisableTiming) == 0, std::make_shared<DoppioEventStamp>()};
   if (*event == nullptr) return cudaErrorMemoryAllocation;
   auto& h = TheHandles();
   std::lock_guard<std::mutex> lock(h.mutex);
   h.events.insert(*event);
-  (void)flags;
   return cudaSuccess;
 }
 
@@ -492,6 +504,18 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   std::lock_guard<std::recursive_mutex> lock(doppio_emulation::DeviceMutex());
   event->stream = stream;
   event->recorded = true;
+  if (!event->timing) return cudaSuccess;
+  // Only the latest record counts, as on a GPU.
+  std::shared_ptr<DoppioEventStamp> stamp = event->stamp;
+  const unsigned long long record = ++stamp->record;
+  stamp->ran = false;
+  doppio_emulation::Enqueue(stream, [stamp, record] {
+    if (stamp->record != record) return;
+    stamp->ran = true;
+    stamp->ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count();
+  });
   return cudaSuccess;
 }
 
@@ -508,5 +532,25 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     return Fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize", "not a live event");
   }
   doppio_emulation::RunEventStream(event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (ms == nullptr || !doppio_emulation::IsValidEvent(start) ||
+      !doppio_emulation::IsValidEvent(end)) {
+    return Fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime", "not two live events");
+  }
+  if (!start->timing || !end->timing) {
+    return Fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime",
+                "an event was created with cudaEventDisableTiming");
+  }
+  std::lock_guard<std::recursive_mutex> lock(doppio_emulation::DeviceMutex());
+  if (!start->recorded || !end->recorded) {
+    return Fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime",
+                "an event was never recorded");
+  }
+  // Like a GPU, it does not wait: work still queued makes the events not ready.
+  if (!start->stamp->ran || !end->stamp->ran) return cudaErrorNotReady;
+  *ms = static_cast<float>(end->stamp->ms - start->stamp->ms);
   return cudaSuccess;
 }

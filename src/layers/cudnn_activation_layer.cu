@@ -21,8 +21,9 @@ void CudnnActivationLayer<Base>::Backward_gpu(const BlobVec& top,
                                               const BlobVec& bottom) {
   if (!propagate_down[0]) return;
   GpuContext& gpu = this->gpu();
-  // In place the bottom's data is the output; the activations cuDNN runs here (ReLU,
-  // sigmoid, tanh) take their gradient from the output, so that is enough.
+  // In place the bottom's data is the output; sigmoid and tanh take their gradient from the
+  // output, so that is enough, and their CAFFE kernels read the top as well. (ReLU's backward
+  // is the CAFFE kernel: see CudnnReLULayer.)
   activation_.Backward(gpu, bottom[0]->count(), top[0]->gpu_data(gpu), top[0]->gpu_diff(gpu),
                        bottom[0]->gpu_data(gpu), bottom[0]->mutable_gpu_diff(gpu));
 }

@@ -33,11 +33,20 @@ void CudnnLRNLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<bo
   if (!propagate_down[0] || top[0]->count() == 0) return;
   Prepare();
   GpuContext& gpu = this->gpu();
+  // cuDNN's backward takes the layer's output, but a later layer running in place on the top
+  // (Dropout, Scale) has rewritten it by now, which would give a wrong gradient (the hazard
+  // of Caffe issue 2688). The output is computed again from the bottom into the shared
+  // scratch: one more pass of this cheap layer and no memory held per layer, and right
+  // whatever follows it (a copy kept from Forward would hold a top-sized buffer per layer;
+  // the CAFFE engine keeps a top-sized scale and runs slower kernels).
+  Dtype* output = static_cast<Dtype*>(gpu.Workspace(top[0]->count() * sizeof(Dtype)));
+  DOPPIO_CUDNN_CHECK(cudnnLRNCrossChannelForward(
+      gpu.cudnn(), lrn_desc_, CUDNN_LRN_CROSS_CHANNEL_DIM1, CudnnScalar<Dtype>::one(), desc_.get(),
+      bottom[0]->gpu_data(gpu), CudnnScalar<Dtype>::zero(), desc_.get(), output));
   DOPPIO_CUDNN_CHECK(cudnnLRNCrossChannelBackward(
       gpu.cudnn(), lrn_desc_, CUDNN_LRN_CROSS_CHANNEL_DIM1, CudnnScalar<Dtype>::one(), desc_.get(),
-      top[0]->gpu_data(gpu), desc_.get(), top[0]->gpu_diff(gpu), desc_.get(),
-      bottom[0]->gpu_data(gpu), CudnnScalar<Dtype>::zero(), desc_.get(),
-      bottom[0]->mutable_gpu_diff(gpu)));
+      output, desc_.get(), top[0]->gpu_diff(gpu), desc_.get(), bottom[0]->gpu_data(gpu),
+      CudnnScalar<Dtype>::zero(), desc_.get(), bottom[0]->mutable_gpu_diff(gpu)));
 }
 
 DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(CudnnLRNLayer);

@@ -126,6 +126,11 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
     sync_ = std::make_unique<GradientSync<Dtype>>(solver_->net().get(), comm_.get(), options_.sync,
                                                   options_.bucket_mb, rank_param_.iter_size(),
                                                   timeline_.get());
+    // One rank without a timeline reports no times: no events, no wait for them.
+    if (options_.gpu && (comm_->size() > 1 || timeline_)) {
+      device_timer_ = MakeDeviceTimer(options_.gpu);
+      sync_->set_device_timer(device_timer_.get());
+    }
   } catch (const Error& caught) {
     ok = false;
     error = caught.what();
@@ -389,6 +394,12 @@ void DistributedSolver<Dtype>::InstallHooks() {
                                                                                     : "forward");
     }
     net->add_after_forward([this, forward_names, forward_categories](int id) {
+      if (device_timer_) {
+        const int mark = device_timer_->Mark();
+        device_spans_.push_back({forward_names[id], forward_categories[id], last_mark_, mark});
+        last_mark_ = mark;
+        return;
+      }
       const double now = CommClockSeconds();
       timeline_->Span(forward_names[id], forward_categories[id], Timeline::kCompute, last_event_,
                       now);
@@ -396,6 +407,14 @@ void DistributedSolver<Dtype>::InstallHooks() {
     });
     const std::vector<bool> needs_backward = net->layer_need_backward();
     net->add_after_backward([this, backward_names, needs_backward](int id) {
+      if (device_timer_) {
+        const int mark = device_timer_->Mark();
+        if (needs_backward[id]) {
+          device_spans_.push_back({backward_names[id], "backward", last_mark_, mark});
+        }
+        last_mark_ = mark;
+        return;
+      }
       const double now = CommClockSeconds();
       if (needs_backward[id]) {
         timeline_->Span(backward_names[id], "backward", Timeline::kCompute, last_event_, now);
@@ -422,12 +441,20 @@ void DistributedSolver<Dtype>::InstallHooks() {
     MaybeInjectFault();
     iteration_start_ = CommClockSeconds();
     last_event_ = iteration_start_;
+    if (device_timer_) {
+      device_timer_->Start(iteration_start_);
+      device_spans_.clear();
+      last_mark_ = 0;
+    }
     sync_->BeginIteration();
   };
   callbacks.on_gradients_ready = [this] {
-    const double now = CommClockSeconds();
-    totals_.compute += now - iteration_start_;
     sync_->FinishGradients();
+    totals_.compute += sync_->compute_end() - iteration_start_;
+    for (const DeviceSpan& span : device_spans_) {
+      timeline_->Span(span.name, span.category, Timeline::kCompute, device_timer_->time(span.start),
+                      device_timer_->time(span.end));
+    }
     gradients_ready_ = CommClockSeconds();
   };
   callbacks.apply_update = [this] { return sync_->ApplyUpdateHere(); };

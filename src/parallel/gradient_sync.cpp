@@ -254,8 +254,20 @@ void GradientSync<Dtype>::AfterBackward(int layer_id) {
 
 template <typename Dtype>
 void GradientSync<Dtype>::FinishGradients() {
-  if (comm_->size() == 1 || buckets_.empty()) return;
+  const int backward_end = device_timer_ ? device_timer_->Mark() : -1;
   const double enter = CommClockSeconds();
+  // After the host's wait, when the device is (nearly) done: no synchronisation of its own.
+  auto resolve = [&] {
+    compute_end_ = enter;
+    if (device_timer_) {
+      device_timer_->Resolve();
+      compute_end_ = device_timer_->time(backward_end);
+    }
+  };
+  if (comm_->size() == 1 || buckets_.empty()) {
+    resolve();
+    return;
+  }
   std::vector<CommHandle> waited;
   if (mode_ == SyncMode::kBlocking) {
     const std::size_t begin = buckets_.front().offset;
@@ -275,6 +287,7 @@ void GradientSync<Dtype>::FinishGradients() {
   }
   for (const CommHandle& handle : waited) handle->Wait();
   const double exit = CommClockSeconds();
+  resolve();
   // What follows on the compute stream (the scaling, the update) reads the results.
   if (ArenaMemory() == MemoryKind::kDevice) comm_->JoinDeviceWork();
   // The sum over ranks becomes the mean: the gradient of the global batch.
@@ -299,7 +312,7 @@ void GradientSync<Dtype>::FinishGradients() {
                       handle->start_time(), handle->end_time(), handle->bytes());
     }
   }
-  const auto lengths = UnionLength(spans, enter);
+  const auto lengths = UnionLength(spans, compute_end_);
   stats_.comm += lengths.first;
   stats_.hidden += lengths.second;
   stats_.wait += exit - enter;

@@ -6,7 +6,9 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "doppio/util/cuda_kernels.cuh"
@@ -33,6 +35,13 @@ __global__ void BlockSums(int n, const float* x, float* sums) {
 
 __global__ void WriteOnePastTheEnd(int n, float* y) {
   if (blockIdx.x == 0 && threadIdx.x == 0) y[n] = 1.f;
+}
+
+// Runs for about `ms` milliseconds: device work that takes time when it runs.
+__global__ void Spin(int ms) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
 }
 
 template <typename T>
@@ -105,6 +114,34 @@ TEST(CudaEmulation, StreamWorkRunsOnlyWhenTheHostWaitsForIt) {
   cudaEventDestroy(done);
   cudaStreamDestroy(stream);
   cudaFree(y);
+}
+
+// Timing events measure when the queued work ran, not when the host issued it: the host's
+// pause between the records is not in the elapsed time, the kernel's running is.
+TEST(CudaEmulation, EventsTimeTheQueuedWorkWhenItRuns) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t start = nullptr, end = nullptr, untimed = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaEventCreate(&start));
+  ASSERT_EQ(cudaSuccess, cudaEventCreate(&end));
+  ASSERT_EQ(cudaSuccess, cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming));
+  ASSERT_EQ(cudaSuccess, cudaEventRecord(start, stream));
+  DOPPIO_LAUNCH(Spin, 1, 1, stream)(30);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(cudaSuccess, cudaEventRecord(end, stream));
+  float ms = -1;
+  // Nothing has waited for the stream: its work, the records' included, has not run.
+  EXPECT_EQ(cudaErrorNotReady, cudaEventElapsedTime(&ms, start, end));
+  ASSERT_EQ(cudaSuccess, cudaEventSynchronize(end));
+  ASSERT_EQ(cudaSuccess, cudaEventElapsedTime(&ms, start, end));
+  EXPECT_GE(ms, 29.f);
+  EXPECT_LT(ms, 250.f);
+  ASSERT_EQ(cudaSuccess, cudaEventRecord(untimed, stream));
+  ASSERT_EQ(cudaSuccess, cudaEventSynchronize(untimed));
+  EXPECT_EQ(cudaErrorInvalidResourceHandle, cudaEventElapsedTime(&ms, start, untimed));
+  cudaGetLastError();
+  for (cudaEvent_t event : {start, end, untimed}) EXPECT_EQ(cudaSuccess, cudaEventDestroy(event));
+  EXPECT_EQ(cudaSuccess, cudaStreamDestroy(stream));
 }
 
 TEST(CudaEmulation, ABadLaunchShapeIsReportedByCudaGetLastError) {

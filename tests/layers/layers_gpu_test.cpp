@@ -711,40 +711,63 @@ TYPED_TEST(RandomLayerGpuTest, StochasticPoolingTrainPicksWindowValues) {
   }
 }
 
-// A layer after MAX pooling may run in place on its top (Dropout, Scale): the gradient must
-// still go where the forward's maxima were, as on the CPU, whatever the top holds by then.
+// A layer may be followed by one running in place on its top (Dropout, Scale): its gradient
+// must still be the CPU's, whatever the top holds by the time Backward runs. On the GPU the
+// default engine runs (cuDNN where the build has it): cuDNN's MAX pooling, LRN and ReLU
+// backward read the top, so a build with cuDNN checks that they are kept from doing so. A
+// build without cuDNN (the CUDA emulation) runs the CAFFE kernels, whose backward must not
+// read the top either, since the cuDNN layers hand work to them.
 template <typename Dtype>
 class InPlaceConsumerGpuTest : public ::testing::Test {
  protected:
   void SetUp() override { DOPPIO_REQUIRE_GPU(); }
+
+  // Multiplies the top by `factor` between Forward and Backward, as the later layer would.
+  void ExpectBackwardIgnoresChangesToTop(const std::string& param_text,
+                                         const std::vector<int>& shape, Dtype factor) {
+    const LayerParameter param = ParseText<LayerParameter>(param_text);
+    auto cpu_layer = LayerRegistry<Dtype>::CreateLayer(param, Mode::CPU);
+    auto gpu_layer = LayerRegistry<Dtype>::CreateLayer(param, Mode::GPU);
+    gpu_layer->SetGpu(TestGpu());
+    Rng rng(7);
+    Blob<Dtype> cpu_bottom(shape), gpu_bottom, cpu_top, gpu_top;
+    FillGaussian(&cpu_bottom, rng);
+    gpu_bottom.CopyFrom(cpu_bottom, false, true);
+    cpu_layer->SetUp({&cpu_bottom}, {&cpu_top});
+    gpu_layer->SetUp({&gpu_bottom}, {&gpu_top});
+    cpu_layer->Forward({&cpu_bottom}, {&cpu_top});
+    gpu_layer->Forward({&gpu_bottom}, {&gpu_top});
+    for (Blob<Dtype>* top : {&cpu_top, &gpu_top}) {
+      cpu_scal(top->count(), factor, top->mutable_cpu_data());
+    }
+    rng_gaussian<Dtype>(cpu_top.count(), Dtype(0), Dtype(1), rng, cpu_top.mutable_cpu_diff());
+    gpu_top.CopyFrom(cpu_top, true);
+    cpu_layer->Backward({&cpu_top}, {true}, {&cpu_bottom});
+    gpu_layer->Backward({&gpu_top}, {true}, {&gpu_bottom});
+    ExpectBlobsClose(cpu_bottom, gpu_bottom, true, GpuTolerance<Dtype>(), "bottom diff");
+  }
 };
 TYPED_TEST_SUITE(InPlaceConsumerGpuTest, TestDtypes);
 
 TYPED_TEST(InPlaceConsumerGpuTest, MaxPoolingBackwardIgnoresChangesToTop) {
-  using Dtype = TypeParam;
-  const LayerParameter param = ParseText<LayerParameter>(
+  this->ExpectBackwardIgnoresChangesToTop(
       "name: 'pool' type: 'Pooling' top: 'pool' pooling_param { pool: MAX kernel_size: 3 "
-      "stride: 2 }");
-  auto cpu_layer = LayerRegistry<Dtype>::CreateLayer(param, Mode::CPU);
-  auto gpu_layer = LayerRegistry<Dtype>::CreateLayer(param, Mode::GPU);
-  gpu_layer->SetGpu(TestGpu());
-  Rng rng(7);
-  Blob<Dtype> cpu_bottom({2, 3, 7, 7}), gpu_bottom, cpu_top, gpu_top;
-  FillGaussian(&cpu_bottom, rng);
-  gpu_bottom.CopyFrom(cpu_bottom, false, true);
-  cpu_layer->SetUp({&cpu_bottom}, {&cpu_top});
-  gpu_layer->SetUp({&gpu_bottom}, {&gpu_top});
-  cpu_layer->Forward({&cpu_bottom}, {&cpu_top});
-  gpu_layer->Forward({&gpu_bottom}, {&gpu_top});
-  // What an in-place Dropout or Scale does to the top before Backward.
-  for (Blob<Dtype>* top : {&cpu_top, &gpu_top}) {
-    cpu_scal(top->count(), Dtype(3), top->mutable_cpu_data());
-  }
-  rng_gaussian<Dtype>(cpu_top.count(), Dtype(0), Dtype(1), rng, cpu_top.mutable_cpu_diff());
-  gpu_top.CopyFrom(cpu_top, true);
-  cpu_layer->Backward({&cpu_top}, {true}, {&cpu_bottom});
-  gpu_layer->Backward({&gpu_top}, {true}, {&gpu_bottom});
-  ExpectBlobsClose(cpu_bottom, gpu_bottom, true, GpuTolerance<Dtype>(), "bottom diff");
+      "stride: 2 }",
+      {2, 3, 7, 7}, TypeParam(3));
+}
+
+// Within cuDNN's LRN limits, so that a build with cuDNN runs it.
+TYPED_TEST(InPlaceConsumerGpuTest, LRNBackwardIgnoresChangesToTop) {
+  this->ExpectBackwardIgnoresChangesToTop(
+      "name: 'norm' type: 'LRN' top: 'norm' lrn_param { local_size: 3 alpha: 0.5 beta: 0.75 }",
+      {2, 7, 3, 3}, TypeParam(3));
+}
+
+// A negative factor (Scale) flips the top's signs: a backward that took the sign from the
+// top would pass the gradient where the input was negative and drop it where positive.
+TYPED_TEST(InPlaceConsumerGpuTest, ReLUBackwardIgnoresChangesToTop) {
+  this->ExpectBackwardIgnoresChangesToTop("name: 'relu' type: 'ReLU' top: 'relu'", {2, 3, 4, 5},
+                                          TypeParam(-3));
 }
 
 // Errors a kernel finds (labels out of range) are reported like the CPU's.

@@ -14,7 +14,8 @@ namespace doppio {
 
 // ACROSS_CHANNELS LRN on cuDNN (engine CUDNN): the same formula, scale = k + alpha / n * sum
 // of squares, within cuDNN's limits (local_size 1 to 16, k >= 1e-5, beta >= 0.01); other
-// configurations use the CAFFE engine. On the CPU it is the CAFFE LRNLayer.
+// configurations use the CAFFE engine. Backward computes the output again rather than read
+// the top, which a later in-place layer may have changed. On the CPU it is the CAFFE LRNLayer.
 template <typename Dtype>
 class CudnnLRNLayer : public LRNLayer<Dtype> {
  public:

@@ -3,6 +3,7 @@
 #ifdef DOPPIO_WITH_CUDNN
 
 #include <string>
+#include <vector>
 
 #include "doppio/layers/cudnn_activation_layer.hpp"
 #include "doppio/layers/relu_layer.hpp"
@@ -11,13 +12,26 @@ namespace doppio {
 
 // ReLU on cuDNN (engine CUDNN, the default on the GPU) when negative_slope is 0; a leaky ReLU uses
 // the CAFFE engine. On the CPU it is the CAFFE ReLULayer.
+//
+// Backward runs the CAFFE kernel, which takes the sign from the bottom: cuDNN's takes it from
+// the top, and a later layer running in place on a top of its own (Scale by a negative
+// factor, say) changes that sign before backward runs (the hazard of Caffe issue 2688). The
+// bottom is intact then, or, in place, is the top, whose sign is the input's. Both kernels
+// are one element-wise pass, so nothing is lost.
 template <typename Dtype>
 class CudnnReLULayer : public CudnnActivationLayer<ReLULayer<Dtype>> {
  public:
+  using typename ReLULayer<Dtype>::BlobVec;
   explicit CudnnReLULayer(const LayerParameter& param)
       : CudnnActivationLayer<ReLULayer<Dtype>>(param, CUDNN_ACTIVATION_RELU) {}
 
   static std::string Unsupported(const LayerParameter& param);
+
+ protected:
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    ReLULayer<Dtype>::Backward_gpu(top, propagate_down, bottom);
+  }
 };
 
 }  // namespace doppio

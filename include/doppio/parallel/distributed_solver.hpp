@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "doppio/parallel/communicator.hpp"
+#include "doppio/parallel/device_timer.hpp"
 #include "doppio/parallel/gradient_sync.hpp"
 #include "doppio/parallel/timeline.hpp"
 #include "doppio/solvers/solver.hpp"
@@ -72,6 +73,10 @@ struct ParallelTotals {
 //    scores over the ranks, makes the ranks agree on stop and snapshot requests, logs the
 //    ranks' compute and communication times every display interval, and records the
 //    timeline.
+// On a GPU, forward and backward are timed by events on the compute stream (DeviceTimer),
+// resolved once per iteration after the wait for the gradients: the compute times, the
+// layers' spans in the timeline and the part of communication hidden behind backward are
+// the device's, not the host's queueing of the kernels.
 // Every collective happens at the same point on every rank; an error that only one rank
 // sees (an unreadable snapshot on rank 0) is sent to the others, so every rank throws.
 template <typename Dtype>
@@ -125,6 +130,18 @@ class DistributedSolver {
   std::unique_ptr<Solver<Dtype>> solver_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientSync<Dtype>> sync_;
+  // GPU only, with several ranks or a timeline.
+  std::unique_ptr<DeviceTimer> device_timer_;
+  // A layer's span in the timeline between two of device_timer_'s marks, written once the
+  // marks are resolved.
+  struct DeviceSpan {
+    std::string name;
+    const char* category;
+    int start;
+    int end;
+  };
+  std::vector<DeviceSpan> device_spans_;
+  int last_mark_ = 0;
   ActionFunction local_action_;
   SolverAction deferred_action_ = SolverAction::NONE;
   bool in_iteration_ = false;

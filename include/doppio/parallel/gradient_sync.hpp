@@ -6,6 +6,7 @@
 
 #include "doppio/core/net.hpp"
 #include "doppio/parallel/communicator.hpp"
+#include "doppio/parallel/device_timer.hpp"
 #include "doppio/parallel/timeline.hpp"
 
 namespace doppio {
@@ -52,6 +53,9 @@ struct SyncStats {
 // communicator orders the collective after them (an event on the compute stream), so it
 // runs while the kernels queued later still run. Before the update the compute stream
 // joins the communication (Communicator::JoinDeviceWork) and the scaling runs on the GPU.
+// Given a DeviceTimer, FinishGradients marks the end of backward on the compute stream and
+// resolves the timer after its wait: the part of communication hidden behind backward is
+// then measured against the kernels' end, not against the moment they were queued.
 //
 // The bucket layout is a function of the net and the options only, so it is the same on
 // every rank; LayoutHash lets the ranks check that before training.
@@ -80,6 +84,11 @@ class GradientSync {
   void AfterUpdate();
 
   const SyncStats& last_stats() const { return stats_; }
+  // When the last FinishGradients found forward and backward finished: with a DeviceTimer,
+  // when the device finished backward's kernels; without, when the host called it.
+  double compute_end() const { return compute_end_; }
+  // Not owned; null: host clocks only. FinishGradients resolves it.
+  void set_device_timer(DeviceTimer* timer) { device_timer_ = timer; }
 
  private:
   // The gradient arena where the net computes: its GPU's memory in GPU mode.
@@ -103,6 +112,8 @@ class GradientSync {
   int sub_iteration_ = 0;
   int launched_ = 0;
   double iteration_start_ = 0;
+  double compute_end_ = 0;
+  DeviceTimer* device_timer_ = nullptr;
   SyncStats stats_;
 };
 
