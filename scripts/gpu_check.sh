@@ -12,9 +12,10 @@
 #    tests need.
 # 4. the GPU tests of every label (ctest -R '[Gg]pu|parallel_distributed_np2$': layers, core,
 #    solvers, util, tools, parallel with the 2-rank staged and NCCL jobs).
-# 5. compute-sanitizer memcheck, then racecheck, over the layer tests, in shards.
-# 6. bench/gpu_train_vs_pytorch.py: AlexNet b256, GoogLeNet b128, ResNet-50 b64 against
+# 5. bench/gpu_train_vs_pytorch.py: AlexNet b256, GoogLeNet b128, ResNet-50 b64 against
 #    PyTorch (images/s, TF32 stated, peak memory).
+# 6. compute-sanitizer memcheck, then racecheck (slow: about 150 s a shard on an H100), over
+#    the layer tests, in four shards each.
 #
 # Steps that passed are stamped in build-gpu/gpu_check/ and skipped when the script runs
 # again, so a call cut short by its time limit resumes where it stopped while the machine
@@ -214,23 +215,7 @@ if ((built == 0)); then
   } >"$state/tests.txt" 2>/dev/null
 fi
 
-# 5. compute-sanitizer over the layer tests, four shards per tool so that a call cut short
-# resumes by shard.
-sanitize() {  # tool shard
-  GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX="$2" compute-sanitizer --tool "$1" --error-exitcode 1 \
-    --print-limit 20 "$build/tests/test_layers_layers_gpu" --gtest_brief=1
-}
-if ((built == 0 && has_gpu)) && command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
-    for shard in 0 1 2 3; do
-      step "$tool-$shard" 60 sanitize "$tool" "$shard"
-    done
-  done
-elif ((built == 0)); then
-  record sanitizer "skipped: $( ((has_gpu)) && echo 'no compute-sanitizer' || echo 'no GPU')"
-fi
-
-# 6. The benchmark against PyTorch.
+# 5. The benchmark against PyTorch.
 bench() {
   python3 bench/gpu_train_vs_pytorch.py --doppio="$build/tools/doppio" --json="$state/bench.json"
 }
@@ -244,6 +229,22 @@ if ((built == 0 && has_gpu)); then
   fi
 elif ((built == 0)); then
   record bench "skipped: no GPU"
+fi
+
+# 6. compute-sanitizer over the layer tests, four shards per tool so that a call cut short
+# resumes by shard.
+sanitize() {  # tool shard
+  GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX="$2" compute-sanitizer --tool "$1" --error-exitcode 1 \
+    --print-limit 20 "$build/tests/test_layers_layers_gpu" --gtest_brief=1
+}
+if ((built == 0 && has_gpu)) && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    for shard in 0 1 2 3; do
+      step "$tool-$shard" 60 sanitize "$tool" "$shard"
+    done
+  done
+elif ((built == 0)); then
+  record sanitizer "skipped: $( ((has_gpu)) && echo 'no compute-sanitizer' || echo 'no GPU')"
 fi
 
 write_summary
