@@ -36,6 +36,14 @@ state="$build/gpu_check"
 mkdir -p "$out" "$state/logs" "$state/done"
 results="$state/results.txt"
 touch "$results"
+# Stamps hold for one source tree: another tree (a later call with changed files) runs every
+# step again, on an incremental build.
+tree="$(git ls-files -z 2>/dev/null | xargs -0 sha1sum 2>/dev/null | sha1sum | cut -c1-12)"
+if [ "$(cat "$state/tree" 2>/dev/null)" != "$tree" ]; then
+  rm -f "$state/done/"* "$state/tests.txt" "$state/bench.txt" "$state/bench.json"
+  : >"$results"
+  echo "$tree" >"$state/tree"
+fi
 arch=x86_64-linux-gnu
 jobs="$(nproc)"
 status=0
@@ -119,7 +127,7 @@ has_gpu=0
 nvidia-smi -L >/dev/null 2>&1 && has_gpu=1
 {
   echo "- date: $(date -u '+%F %T UTC')"
-  echo "- host: $(. /etc/os-release && echo "$PRETTY_NAME"), $(nproc) cores"
+  echo "- host: $(. /etc/os-release && echo "$PRETTY_NAME"), $(nproc) cores; source tree $tree"
   if ((has_gpu)); then
     echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader)"
   else
@@ -240,7 +248,7 @@ sanitize() {  # tool shard
 if ((built == 0 && has_gpu)) && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     for shard in 0 1 2 3; do
-      step "$tool-$shard" 60 sanitize "$tool" "$shard"
+      step "$tool-$shard" "$( [ "$tool" = memcheck ] && echo 30 || echo 200)" sanitize "$tool" "$shard"
     done
   done
 elif ((built == 0)); then
