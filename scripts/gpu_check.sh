@@ -229,7 +229,7 @@ bench() {
   python3 bench/gpu_train_vs_pytorch.py --doppio="$build/tools/doppio" --json="$state/bench.json"
 }
 if ((built == 0 && has_gpu)); then
-  if step bench 200 bench; then
+  if step bench 90 bench; then
     {
       echo "## Training throughput against PyTorch"
       echo
