@@ -1,8 +1,8 @@
 // Data-parallel training as an MPI job of 1, 2 or 4 ranks (and over TCP), against one process
-// trained on the same data: the correctness invariant of DESIGN section 5 (N ranks with batch
-// B give the weights of 1 rank with batch N*B) for every --sync mode, with SGD and Adam,
-// iter_size 2 and shared parameters; the real Data layer reads its shard of a generated LMDB.
-// Also the broadcast of rank 0's weights, the test-phase sums, resuming with another number
+// trained on the same data: the correctness invariant of docs/design.md, "Data-parallel training"
+// (N ranks with batch B give the weights of 1 rank with batch N*B) for every --sync mode, with SGD
+// and Adam, iter_size 2 and shared parameters; the real Data layer reads its shard of a generated
+// LMDB. Also the broadcast of rank 0's weights, the test-phase sums, resuming with another number
 // of ranks, agreement on stop requests, the timeline, and the refusals of bad input. On a
 // machine with GPUs the equivalence is also checked with the gradients in device memory:
 // ranks sharing one GPU (staged through MPI), and with NCCL when every rank has its own.

@@ -1,7 +1,7 @@
 // doppio train: trains a net from a solver prototxt, from scratch, from trained weights
 // (fine-tuning) or from a snapshot. Under an MPI launcher (`mpirun -np N doppio train ...`)
 // every rank trains on its own shard of the data and the ranks aggregate their gradients
-// (DESIGN section 5); without one it is the one-rank case.
+// (docs/design.md, "Data-parallel training"); without one it is the one-rank case.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 

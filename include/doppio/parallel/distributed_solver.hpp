@@ -62,8 +62,8 @@ struct ParallelTotals {
   double hidden = 0;     // communication overlapping backward
 };
 
-// Data-parallel training on the ranks of a Communicator (DESIGN section 5). Every rank builds
-// the same solver from the same SolverParameter; this class then
+// Data-parallel training on the ranks of a Communicator (docs/design.md, "Data-parallel training").
+// Every rank builds the same solver from the same SolverParameter; this class then
 //  - rewrites the parameter per rank: the net files are read in, every Data and ImageData
 //    layer reads shard `rank` of `size` (so batch_size is per rank), test_iter is divided
 //    among the ranks, and only rank 0 loads --weights and writes snapshots;

@@ -18,9 +18,9 @@ constexpr bool kBuiltWithNccl =
 
 #ifdef DOPPIO_WITH_NCCL
 
-// The communicator of ranks that each have a GPU of their own (DESIGN section 5): collectives
-// on device buffers (allreduce, reduce, broadcast) run as NCCL operations on the GPU
-// context's communication stream; everything else (host buffers, allgather, barrier,
+// The communicator of ranks that each have a GPU of their own (docs/design.md, "Data-parallel
+// training"): collectives on device buffers (allreduce, reduce, broadcast) run as NCCL operations
+// on the GPU context's communication stream; everything else (host buffers, allgather, barrier,
 // gatherv, abort) goes to the communicator it was built on, normally the MpiCommunicator.
 //
 // A device collective is ordered after the work queued on the compute stream when it is
