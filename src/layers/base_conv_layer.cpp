@@ -535,6 +535,93 @@ void BaseConvolutionLayer<Dtype>::backward_cpu_bias(Dtype* bias, const Dtype* ou
                   bias_multiplier_data_, Dtype(1), bias);
 }
 
+template <typename Dtype>
+void BaseConvolutionLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  if (num_ == 0) return;  // an empty batch has no buffers to touch
+  const Dtype* weight = this->blobs_[0]->cpu_data();
+  const Dtype* bias = bias_term_ ? this->blobs_[1]->cpu_data() : nullptr;
+  const bool reverse = reverse_dimensions();
+  const int chunk = images_per_gemm();
+  const int chunks = num_chunks();
+  prepare_parts(ParallelPartsFor(chunks, 1));
+  for (size_t i = 0; i < bottom.size(); ++i) {
+    const Dtype* bottom_data = bottom[i]->cpu_data();
+    Dtype* top_data = top[i]->mutable_cpu_data();
+    ParallelFor(chunks, 1, [&](int begin, int end, int part) {
+      for (int c = begin; c < end; ++c) {
+        const int n = c * chunk;
+        const int count = std::min(chunk, num_ - n);
+        const Dtype* in = bottom_data + static_cast<size_t>(n) * bottom_dim_;
+        Dtype* out = top_data + static_cast<size_t>(n) * top_dim_;
+        if (reverse) {
+          backward_cpu_gemm(in, count, weight, out, part);
+        } else {
+          forward_cpu_gemm(in, count, weight, out, part);
+        }
+        if (!bias) continue;
+        for (int b = 0; b < count; ++b)
+          forward_cpu_bias(out + static_cast<size_t>(b) * top_dim_, bias);
+      }
+    });
+  }
+}
+
+template <typename Dtype>
+void BaseConvolutionLayer<Dtype>::Backward_cpu(const BlobVec& top,
+                                               const std::vector<bool>& propagate_down,
+                                               const BlobVec& bottom) {
+  if (num_ == 0) return;
+  const Dtype* weight = this->blobs_[0]->cpu_data();
+  const bool weight_grad = this->param_propagate_down(0);
+  const bool bias_grad = bias_term_ && this->param_propagate_down(1);
+  const bool reverse = reverse_dimensions();
+  const int chunk = images_per_gemm();
+  const int chunks = num_chunks();
+  const int parts = ParallelPartsFor(chunks, 1);
+  prepare_parts(parts);
+  prepare_param_diffs(parts, weight_grad ? this->blobs_[0]->mutable_cpu_diff() : nullptr,
+                      bias_grad ? this->blobs_[1]->mutable_cpu_diff() : nullptr);
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (!weight_grad && !bias_grad && !propagate_down[i]) continue;
+    const Dtype* top_diff = top[i]->cpu_diff();
+    const Dtype* bottom_data = bottom[i]->cpu_data();
+    Dtype* bottom_diff = propagate_down[i] ? bottom[i]->mutable_cpu_diff() : nullptr;
+    ParallelFor(chunks, 1, [&](int begin, int end, int part) {
+      Dtype* weight_diff = param_diff_part(0, part);
+      Dtype* bias_diff = param_diff_part(1, part);
+      for (int c = begin; c < end; ++c) {
+        const int n = c * chunk;
+        const int count = std::min(chunk, num_ - n);
+        const Dtype* x = bottom_data + static_cast<size_t>(n) * bottom_dim_;
+        const Dtype* dy = top_diff + static_cast<size_t>(n) * top_dim_;
+        Dtype* dx = bottom_diff ? bottom_diff + static_cast<size_t>(n) * bottom_dim_ : nullptr;
+        if (bias_diff) {
+          for (int b = 0; b < count; ++b) {
+            backward_cpu_bias(bias_diff, dy + static_cast<size_t>(b) * top_dim_);
+          }
+        }
+        if (weight_diff) {
+          // The convolution's input side is the bottom, or the top for a deconvolution.
+          if (reverse) {
+            weight_cpu_gemm(dy, x, count, weight_diff, part);
+          } else {
+            weight_cpu_gemm(x, dy, count, weight_diff, part);
+          }
+        }
+        if (!dx) continue;
+        // The weight gradient left this chunk's top diff gathered (convolution) or its
+        // im2col in the column buffer (deconvolution): reuse it.
+        if (reverse) {
+          forward_cpu_gemm(dy, count, weight, dx, part, weight_diff != nullptr);
+        } else {
+          backward_cpu_gemm(dy, count, weight, dx, part, weight_diff != nullptr);
+        }
+      }
+    });
+  }
+  reduce_param_diffs(parts);
+}
+
 DOPPIO_INSTANTIATE_CLASS(BaseConvolutionLayer);
 
 }  // namespace doppio

@@ -86,6 +86,68 @@ void BaseConvolutionLayer<Dtype>::backward_gpu_bias(Dtype* bias, const Dtype* ou
              Dtype(1), bias);
 }
 
+template <typename Dtype>
+void BaseConvolutionLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+  if (num_ == 0) return;
+  GpuContext& gpu = this->gpu();
+  const Dtype* weight = this->blobs_[0]->gpu_data(gpu);
+  const bool reverse = reverse_dimensions();
+  for (size_t i = 0; i < bottom.size(); ++i) {
+    const Dtype* bottom_data = bottom[i]->gpu_data(gpu);
+    Dtype* top_data = top[i]->mutable_gpu_data(gpu);
+    for (int n = 0; n < num_; ++n) {
+      const Dtype* in = bottom_data + static_cast<size_t>(n) * bottom_dim_;
+      Dtype* out = top_data + static_cast<size_t>(n) * top_dim_;
+      if (reverse) {
+        backward_gpu_gemm(in, weight, out);
+      } else {
+        forward_gpu_gemm(in, weight, out);
+      }
+    }
+    if (bias_term_) forward_gpu_bias(top_data, this->blobs_[1]->gpu_data(gpu));
+  }
+}
+
+template <typename Dtype>
+void BaseConvolutionLayer<Dtype>::Backward_gpu(const BlobVec& top,
+                                               const std::vector<bool>& propagate_down,
+                                               const BlobVec& bottom) {
+  if (num_ == 0) return;
+  GpuContext& gpu = this->gpu();
+  const Dtype* weight = this->blobs_[0]->gpu_data(gpu);
+  const bool weight_grad = this->param_propagate_down(0);
+  const bool bias_grad = bias_term_ && this->param_propagate_down(1);
+  const bool reverse = reverse_dimensions();
+  Dtype* weight_diff = weight_grad ? this->blobs_[0]->mutable_gpu_diff(gpu) : nullptr;
+  Dtype* bias_diff = bias_grad ? this->blobs_[1]->mutable_gpu_diff(gpu) : nullptr;
+  for (size_t i = 0; i < top.size(); ++i) {
+    const Dtype* top_diff = top[i]->gpu_diff(gpu);
+    if (bias_grad) backward_gpu_bias(bias_diff, top_diff);
+    if (!weight_grad && !propagate_down[i]) continue;
+    const Dtype* bottom_data = bottom[i]->gpu_data(gpu);
+    Dtype* bottom_diff = propagate_down[i] ? bottom[i]->mutable_gpu_diff(gpu) : nullptr;
+    for (int n = 0; n < num_; ++n) {
+      const Dtype* x = bottom_data + static_cast<size_t>(n) * bottom_dim_;
+      const Dtype* dy = top_diff + static_cast<size_t>(n) * top_dim_;
+      if (weight_grad) {
+        // The convolution's input side is the bottom, or the top for a deconvolution.
+        if (reverse) {
+          weight_gpu_gemm(dy, x, weight_diff);
+        } else {
+          weight_gpu_gemm(x, dy, weight_diff);
+        }
+      }
+      if (!bottom_diff) continue;
+      Dtype* dx = bottom_diff + static_cast<size_t>(n) * bottom_dim_;
+      if (reverse) {
+        forward_gpu_gemm(dy, weight, dx);
+      } else {
+        backward_gpu_gemm(dy, weight, dx);
+      }
+    }
+  }
+}
+
 #define DOPPIO_INSTANTIATE_BASE_CONV_GPU(Dtype)                                                    \
   template void BaseConvolutionLayer<Dtype>::forward_gpu_gemm(const Dtype*, const Dtype*, Dtype*); \
   template void BaseConvolutionLayer<Dtype>::backward_gpu_gemm(const Dtype*, const Dtype*,         \
@@ -96,5 +158,6 @@ void BaseConvolutionLayer<Dtype>::backward_gpu_bias(Dtype* bias, const Dtype* ou
 
 DOPPIO_INSTANTIATE_BASE_CONV_GPU(float)
 DOPPIO_INSTANTIATE_BASE_CONV_GPU(double)
+DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(BaseConvolutionLayer);
 
 }  // namespace doppio

@@ -28,6 +28,19 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   bool EqualNumBottomTopBlobs() const override { return true; }
 
  protected:
+  // The passes of both layers: chunks of images through the kernels below, in the direction
+  // reverse_dimensions() gives. Convolution maps its bottom forward and takes gradients
+  // through the transpose; Deconvolution maps its bottom through the transpose, so its
+  // gradients run forward and the roles of bottom and top in the weight gradient swap.
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#ifdef DOPPIO_WITH_CUDA
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+#endif
+
   // The kernels below work on `count` consecutive images at once (at most
   // images_per_gemm()). Images whose outputs are small are laid side by side in one wide
   // column matrix, so that each GEMM is large enough to run BLAS efficiently; the product is

@@ -16,14 +16,6 @@ class DeconvolutionLayer : public BaseConvolutionLayer<Dtype> {
   const char* type() const override { return "Deconvolution"; }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override;
-#ifdef DOPPIO_WITH_CUDA
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override;
-#endif
   void compute_output_shape() override;
   bool reverse_dimensions() const override { return true; }
 };
