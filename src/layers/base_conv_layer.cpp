@@ -344,48 +344,11 @@ void BaseConvolutionLayer<Dtype>::conv_im2col_cpu(const Dtype* data, int count, 
 template <typename Dtype>
 void BaseConvolutionLayer<Dtype>::conv_col2im_cpu(Dtype* col, int count, Dtype* data) const {
   const int row_stride = count * conv_out_spatial_dim_;
-  const int height = conv_input_shape_[0], width = conv_input_shape_[1];
-  const int out_h = ConvOutputSize(height, kernel_h_, pad_h_, stride_h_, dilation_h_);
-  const int out_w = ConvOutputSize(width, kernel_w_, pad_w_, stride_w_, dilation_w_);
-  if (stride_h_ != 1 || stride_w_ != 1 || out_w != width) {
-    for (int b = 0; b < count; ++b) {
-      col2im_cpu(col + static_cast<size_t>(b) * conv_out_spatial_dim_, conv_in_channels_, height,
-                 width, kernel_h_, kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_, dilation_h_,
-                 dilation_w_, data + static_cast<size_t>(b) * conv_input_dim_, row_stride);
-    }
-    return;
-  }
-  // Stride 1 with outputs as wide as the input ("same" width): a tap's column entry for
-  // output position i adds to image position i + offset, one offset for the whole tap. So
-  // each tap is one long loop over its rows, once the entries that read the horizontal
-  // padding (and would wrap into the neighbouring row) are cleared in the column buffer,
-  // which is scratch. Every image value takes its taps' entries in the same order as in
-  // col2im_cpu.
-  const int plane = height * width;
   for (int b = 0; b < count; ++b) {
-    Dtype* image = data + static_cast<size_t>(b) * conv_input_dim_;
-    std::memset(image, 0, sizeof(Dtype) * conv_in_channels_ * plane);
-    Dtype* tap = col + static_cast<size_t>(b) * conv_out_spatial_dim_;
-    for (int c = 0; c < conv_in_channels_; ++c, image += plane) {
-      for (int ki = 0; ki < kernel_h_; ++ki) {
-        const int h_off = ki * dilation_h_ - pad_h_;
-        const int oh_lo = std::max(0, -h_off), oh_hi = std::min(out_h, height - h_off);
-        for (int kj = 0; kj < kernel_w_; ++kj, tap += row_stride) {
-          const int w_off = kj * dilation_w_ - pad_w_;
-          const int ow_lo = std::max(0, -w_off), ow_hi = std::min(out_w, width - w_off);
-          if (oh_lo >= oh_hi || ow_lo >= ow_hi) continue;
-          for (int oh = oh_lo; oh < oh_hi; ++oh) {
-            Dtype* row = tap + oh * out_w;
-            for (int ow = 0; ow < ow_lo; ++ow) row[ow] = Dtype(0);
-            for (int ow = ow_hi; ow < out_w; ++ow) row[ow] = Dtype(0);
-          }
-          const int begin = oh_lo * out_w + ow_lo, end = (oh_hi - 1) * out_w + ow_hi;
-          Dtype* __restrict dst = image + (begin + h_off * width + w_off);
-          const Dtype* __restrict src = tap + begin;
-          for (int i = 0; i < end - begin; ++i) dst[i] += src[i];
-        }
-      }
-    }
+    col2im_cpu_clobbering(col + static_cast<size_t>(b) * conv_out_spatial_dim_, conv_in_channels_,
+                          conv_input_shape_[0], conv_input_shape_[1], kernel_h_, kernel_w_, pad_h_,
+                          pad_w_, stride_h_, stride_w_, dilation_h_, dilation_w_,
+                          data + static_cast<size_t>(b) * conv_input_dim_, row_stride);
   }
 }
 

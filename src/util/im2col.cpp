@@ -204,6 +204,48 @@ void col2im_cpu(const Dtype* data_col, int channels, int height, int width, int 
   }
 }
 
+template <typename Dtype>
+void col2im_cpu_clobbering(Dtype* data_col, int channels, int height, int width, int kernel_h,
+                           int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w,
+                           int dilation_h, int dilation_w, Dtype* data_im, int col_row_stride) {
+  const int out_h = ConvOutputSize(height, kernel_h, pad_h, stride_h, dilation_h);
+  const int out_w = ConvOutputSize(width, kernel_w, pad_w, stride_w, dilation_w);
+  if (stride_h != 1 || stride_w != 1 || out_w != width) {
+    col2im_cpu(data_col, channels, height, width, kernel_h, kernel_w, pad_h, pad_w, stride_h,
+               stride_w, dilation_h, dilation_w, data_im, col_row_stride);
+    return;
+  }
+  // Stride 1 with outputs as wide as the input ("same" width): a tap's column entry for
+  // output position i adds to image position i + offset, one offset for the whole tap. So
+  // each tap is one long loop over its rows, once the entries that read the horizontal
+  // padding (and would wrap into the neighbouring row) are cleared in the column matrix.
+  // Every image value takes its taps' entries in the same order as in col2im_cpu.
+  const int plane = height * width;
+  const int row_stride = col_row_stride > 0 ? col_row_stride : out_h * out_w;
+  Zero(data_im, channels * plane);
+  Dtype* tap = data_col;
+  for (int c = 0; c < channels; ++c, data_im += plane) {
+    for (int ki = 0; ki < kernel_h; ++ki) {
+      const int h_off = ki * dilation_h - pad_h;
+      const int oh_lo = std::max(0, -h_off), oh_hi = std::min(out_h, height - h_off);
+      for (int kj = 0; kj < kernel_w; ++kj, tap += row_stride) {
+        const int w_off = kj * dilation_w - pad_w;
+        const int ow_lo = std::max(0, -w_off), ow_hi = std::min(out_w, width - w_off);
+        if (oh_lo >= oh_hi || ow_lo >= ow_hi) continue;
+        for (int oh = oh_lo; oh < oh_hi; ++oh) {
+          Dtype* row = tap + oh * out_w;
+          for (int ow = 0; ow < ow_lo; ++ow) row[ow] = Dtype(0);
+          for (int ow = ow_hi; ow < out_w; ++ow) row[ow] = Dtype(0);
+        }
+        const int begin = oh_lo * out_w + ow_lo, end = (oh_hi - 1) * out_w + ow_hi;
+        Dtype* __restrict dst = data_im + (begin + h_off * width + w_off);
+        const Dtype* __restrict src = tap + begin;
+        for (int i = 0; i < end - begin; ++i) dst[i] += src[i];
+      }
+    }
+  }
+}
+
 template void im2col_cpu<float>(const float*, int, int, int, int, int, int, int, int, int, int, int,
                                 float*, int);
 template void im2col_cpu<double>(const double*, int, int, int, int, int, int, int, int, int, int,
@@ -212,5 +254,9 @@ template void col2im_cpu<float>(const float*, int, int, int, int, int, int, int,
                                 float*, int);
 template void col2im_cpu<double>(const double*, int, int, int, int, int, int, int, int, int, int,
                                  int, double*, int);
+template void col2im_cpu_clobbering<float>(float*, int, int, int, int, int, int, int, int, int, int,
+                                           int, float*, int);
+template void col2im_cpu_clobbering<double>(double*, int, int, int, int, int, int, int, int, int,
+                                            int, int, double*, int);
 
 }  // namespace doppio

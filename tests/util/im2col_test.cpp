@@ -143,6 +143,33 @@ TYPED_TEST(Im2colTest, StridedRowsPlaceImagesSideBySide) {
   }
 }
 
+TYPED_TEST(Im2colTest, ClobberingCol2imGivesCol2imsBits) {
+  // The geometries above, plus stride-1 ones that keep the width (the long-loop path), each
+  // dense and with rows twice as far apart (images side by side).
+  std::vector<Geometry> geometries = Geometries();
+  geometries.push_back({3, 6, 7, 3, 3, 2, 2, 1, 1, 2, 2});  // dilated, same width
+  geometries.push_back({2, 5, 4, 5, 3, 0, 1, 1, 1, 1, 1});  // tall kernel, same width
+  Rng rng(5);
+  for (const Geometry& g : geometries) {
+    const int spatial = g.out_h() * g.out_w();
+    const size_t rows = static_cast<size_t>(g.channels) * g.kernel_h * g.kernel_w;
+    for (int stride : {spatial, 2 * spatial}) {
+      std::vector<TypeParam> col(rows * stride);
+      for (auto& v : col) v = static_cast<TypeParam>(rng.Uniform(-1, 1));
+      std::vector<TypeParam> expected(static_cast<size_t>(g.channels) * g.height * g.width);
+      std::vector<TypeParam> im(expected.size(), TypeParam(-77));
+      col2im_cpu(col.data(), g.channels, g.height, g.width, g.kernel_h, g.kernel_w, g.pad_h,
+                 g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, expected.data(),
+                 stride);
+      col2im_cpu_clobbering(col.data(), g.channels, g.height, g.width, g.kernel_h, g.kernel_w,
+                            g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w,
+                            im.data(), stride);
+      ASSERT_EQ(expected, im) << "geometry " << g.height << "x" << g.width << " k" << g.kernel_h
+                              << "x" << g.kernel_w << ", column rows " << stride << " apart";
+    }
+  }
+}
+
 TYPED_TEST(Im2colTest, SmallHandWorkedCase) {
   // 1 channel 3x3 image, 2x2 kernel, stride 1, pad 0: 4 output positions.
   const std::vector<TypeParam> im = {1, 2, 3, 4, 5, 6, 7, 8, 9};

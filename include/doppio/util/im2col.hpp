@@ -22,6 +22,14 @@ void col2im_cpu(const Dtype* data_col, int channels, int height, int width, int 
                 int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w, int dilation_h,
                 int dilation_w, Dtype* data_im, int col_row_stride = 0);
 
+// col2im_cpu for a column matrix that is scratch: it may clear entries of data_col (those
+// that read the horizontal padding), which lets a stride-1 convolution that keeps the width
+// add each tap in one long loop. The same sums, in the same order, as col2im_cpu.
+template <typename Dtype>
+void col2im_cpu_clobbering(Dtype* data_col, int channels, int height, int width, int kernel_h,
+                           int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w,
+                           int dilation_h, int dilation_w, Dtype* data_im, int col_row_stride = 0);
+
 #ifdef DOPPIO_WITH_CUDA
 class GpuContext;
 // The same two on device memory (dense column matrix), queued on gpu.stream().
