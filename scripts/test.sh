@@ -5,6 +5,8 @@
 # kernels and device code paths still run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# No include may cross a part of the system upwards (docs/layering.md).
+python3 scripts/check_layering.py
 scripts/setup.sh "$@"
 jobs="${DOPPIO_JOBS:-$(nproc)}"
 ctest --test-dir build --output-on-failure -j "$jobs"

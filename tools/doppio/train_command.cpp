@@ -19,7 +19,7 @@
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
-#include "doppio/util/signal_handler.hpp"
+#include "signal_handler.hpp"
 
 DEFINE_string(solver, "", "The solver definition (solver prototxt). Required.");
 DEFINE_string(snapshot, "",

@@ -9,7 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "doppio/core/common.hpp"
+#include "doppio/util/error.hpp"
 
 #ifdef DOPPIO_WITH_CUDNN
 #include <cudnn.h>

@@ -1,11 +1,11 @@
-#include "doppio/util/signal_handler.hpp"
+#include "signal_handler.hpp"
 
 #include <glog/logging.h>
 #include <signal.h>
 
 #include <csignal>
 
-#include "doppio/core/common.hpp"
+#include "doppio/util/error.hpp"
 
 namespace doppio {
 
