@@ -6,8 +6,8 @@
 # 1. inventory: the GPU, driver and toolkit; OUTDIR/target_inventory.txt lists the libraries
 #    and headers this machine has (scripts/device_bundle.sh --target takes it).
 # 2. dependencies: each library group of scripts/device_groups.txt comes from the system when
-#    it has it, else from .device-bundle/bundle.tar.xz (scripts/device_bundle.sh, run on a
-#    Debian machine that has the packages).
+#    it has it, else from .device-bundle/bundle.tar.xz or $DOPPIO_DEVICE_BUNDLE
+#    (scripts/device_bundle.sh, run on a Debian machine that has the packages).
 # 3. build into build-gpu/ for this machine's GPU architecture only, the targets the GPU
 #    tests need.
 # 4. the GPU tests of every label (ctest -R '[Gg]pu|parallel_distributed_np2$': layers, core,
@@ -145,7 +145,7 @@ sonames="$(ldconfig -p | awk 'NR > 1 {print $1}' | sort -u)"
 } >"$out/target_inventory.txt"
 
 # 2. Dependencies: the system's, else the bundle's (unpacked once per build-gpu/).
-bundle="$root/.device-bundle/bundle.tar.xz"
+bundle="${DOPPIO_DEVICE_BUNDLE:-$root/.device-bundle/bundle.tar.xz}"
 prefixes=()
 from_bundle=()
 while IFS='|' read -r group _ header soname; do
