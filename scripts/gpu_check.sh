@@ -201,7 +201,7 @@ build_targets() {
   mapfile -t targets < <(gpu_targets | grep -xFf <(ninja -C "$build" -t targets all | cut -d: -f1))
   cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 }
-step configure 60 configure && step build 240 build_targets
+step configure 60 configure && step build 120 build_targets
 built=$?
 
 # 4. The GPU tests.

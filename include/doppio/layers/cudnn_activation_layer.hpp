@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "doppio/core/layer.hpp"
 #include "doppio/util/cudnn.hpp"
 
 namespace doppio {
