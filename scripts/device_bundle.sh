@@ -92,6 +92,14 @@ if [ -f "$modules" ]; then
   sed -i 's|"/usr/share/glog/cmake"|"${CMAKE_CURRENT_LIST_DIR}/../../../../share/glog/cmake"|' "$modules"
 fi
 
+# dpkg -x makes no alternatives: give Open MPI's commands the names Debian's links give them
+# (FindMPI looks for mpicc, the tests' launcher is mpiexec).
+if [ -d "$stage/deps/mpi/usr/bin" ]; then
+  for command in mpicc mpicxx mpirun mpiexec; do
+    ln -sf "$command.openmpi" "$stage/deps/mpi/usr/bin/$command"
+  done
+fi
+
 # Run-time closure: what the groups' libraries and programs load, resolved on this machine.
 mapfile -t lib_dirs < <(find "$stage/deps" -name '*.so*' -printf '%h\n' | sort -u)
 search="$(IFS=:; echo "${lib_dirs[*]}")"
