@@ -79,16 +79,7 @@ void DataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   });
 }
 
-template <typename Dtype>
-void HDF5DataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
-  DOPPIO_FAIL() << this->Describe()
-                << ": HDF5Data layers are not supported; Doppio reads LMDB of Datum records "
-                << "(type: \"Data\") and image lists (type: \"ImageData\")";
-}
-
 DOPPIO_INSTANTIATE_CLASS(DataLayer);
-DOPPIO_INSTANTIATE_CLASS(HDF5DataLayer);
 REGISTER_LAYER_CLASS(Data);
-REGISTER_LAYER_CLASS(HDF5Data);
 
 }  // namespace doppio
