@@ -79,7 +79,15 @@ void DataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   });
 }
 
+namespace {
+// Each rank reads its own block of every global batch (ShardSequence).
+void ShardDataParam(LayerParameter* param, int rank, int size) {
+  param->mutable_data_param()->set_shard_rank(rank);
+  param->mutable_data_param()->set_shard_size(size);
+}
+}  // namespace
+
 DOPPIO_INSTANTIATE_CLASS(DataLayer);
-REGISTER_LAYER_CLASS(Data);
+REGISTER_LAYER_CLASS_WITH_TRAITS(Data, LayerTraits().ReadsData().Shardable(ShardDataParam));
 
 }  // namespace doppio
