@@ -42,6 +42,9 @@ template <typename Dtype>
 void LayerRegistry<Dtype>::AddTraits(const std::string& type, LayerTraits traits) {
   TypeEntry& entry = Table()[type];
   CHECK(!entry.has_traits) << "layer type " << type << " registered its traits twice";
+  CHECK_EQ(traits.unsupported.empty(), entry.engines.count("CAFFE") > 0)
+      << "layer type " << type << ": a type registers its traits with its CAFFE engine, or "
+      << "alone with the reason it is unsupported";
   entry.traits = std::move(traits);
   entry.has_traits = true;
 }

@@ -1,7 +1,5 @@
 #pragma once
 
-#include <glog/logging.h>
-
 #include <functional>
 #include <map>
 #include <memory>
@@ -13,9 +11,9 @@
 namespace doppio {
 
 // What the rest of Doppio needs to know about a layer type. It is given where the type
-// registers, so that no other code keeps lists of layer types: the data-parallel code, the
-// timing tool and the net builder ask the registry (LayerTypeTraits) instead. Registrations
-// chain the setters: LayerTraits().ReadsData().Shardable(ShardDataParam).
+// registers, so that no other code keeps lists of layer types: sharding, the data-parallel
+// solver and `doppio time` ask LayerTypeTraits, and the registry refuses the unsupported
+// types. Registrations chain the setters: LayerTraits().ReadsData().Shardable(ShardDataParam).
 struct LayerTraits {
   // Sets which of `size` shards of the records rank `rank` reads, in a layer's parameters.
   using ShardFn = void (*)(LayerParameter* param, int rank, int size);
@@ -75,7 +73,7 @@ class LayerRegistry {
 
   static void AddCreator(const std::string& type, const std::string& engine, Creator creator,
                          Unsupported unsupported = nullptr);
-  // Once per type, by its default engine's registration or by REGISTER_UNSUPPORTED_LAYER.
+  // Once per type: with its CAFFE engine, or alone for a type Doppio refuses.
   static void AddTraits(const std::string& type, LayerTraits traits);
   // Creates the layer for `mode`; throws Error naming the layer and the type when the type
   // is unknown or unsupported (with the reason), or when the engine it asks for cannot run it.
@@ -117,7 +115,6 @@ struct LayerRegisterer {
   }
   // A type without engines, which exists to be refused.
   LayerRegisterer(const std::string& type, const LayerTraits& traits) {
-    CHECK(!traits.unsupported.empty()) << "layer type " << type << " registers no engine";
     LayerRegistry<Dtype>::AddTraits(type, traits);
   }
 };
