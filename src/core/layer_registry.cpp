@@ -24,30 +24,44 @@ std::string RequestedEngine(const LayerParameter& param) {
 }  // namespace
 
 template <typename Dtype>
-std::map<std::string, std::map<std::string, typename LayerRegistry<Dtype>::Entry>>&
-LayerRegistry<Dtype>::Table() {
-  static std::map<std::string, std::map<std::string, Entry>> table;
+std::map<std::string, typename LayerRegistry<Dtype>::TypeEntry>& LayerRegistry<Dtype>::Table() {
+  static std::map<std::string, TypeEntry> table;
   return table;
 }
 
 template <typename Dtype>
 void LayerRegistry<Dtype>::AddCreator(const std::string& type, const std::string& engine,
                                       Creator creator, Unsupported unsupported) {
-  auto& engines = Table()[type];
+  auto& engines = Table()[type].engines;
   CHECK(engines.count(engine) == 0)
       << "layer type " << type << " registered twice for engine " << engine;
   engines[engine] = Entry{std::move(creator), std::move(unsupported)};
 }
 
 template <typename Dtype>
-bool LayerRegistry<Dtype>::Has(const std::string& type) {
-  return Table().count(type) > 0;
+void LayerRegistry<Dtype>::AddTraits(const std::string& type, LayerTraits traits) {
+  TypeEntry& entry = Table()[type];
+  CHECK(!entry.has_traits) << "layer type " << type << " registered its traits twice";
+  CHECK_EQ(traits.unsupported.empty(), entry.engines.count("CAFFE") > 0)
+      << "layer type " << type << ": a type registers its traits with its CAFFE engine, or "
+      << "alone with the reason it is unsupported";
+  entry.traits = std::move(traits);
+  entry.has_traits = true;
+}
+
+const LayerTraits& LayerTypeTraits(const std::string& type) {
+  static const LayerTraits computes_only;
+  const auto& table = LayerRegistry<float>::Table();
+  const auto it = table.find(type);
+  return it == table.end() ? computes_only : it->second.traits;
 }
 
 template <typename Dtype>
 std::vector<std::string> LayerRegistry<Dtype>::Types() {
   std::vector<std::string> types;
-  for (const auto& entry : Table()) types.push_back(entry.first);
+  for (const auto& entry : Table()) {
+    if (entry.second.traits.unsupported.empty()) types.push_back(entry.first);
+  }
   return types;
 }
 
@@ -60,7 +74,10 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
     DOPPIO_FAIL() << "layer '" << param.name() << "' has unknown type '" << param.type()
                   << "'; known types:" << known.str();
   }
-  const auto& engines = it->second;
+  DOPPIO_ENSURE(it->second.traits.unsupported.empty())
+      << "layer '" << param.name() << "' (" << param.type()
+      << "): " << it->second.traits.unsupported;
+  const auto& engines = it->second.engines;
   const std::string requested = RequestedEngine(param);
   const auto cudnn = engines.find("CUDNN");
   const auto reason = [&param](const Entry& entry) {
@@ -93,7 +110,7 @@ template <typename Dtype>
 std::shared_ptr<Layer<Dtype>> LayerRegistry<Dtype>::CreateLayer(const LayerParameter& param,
                                                                 Mode mode) {
   const std::string engine = ChooseEngine(param, mode);
-  const auto& engines = Table().find(param.type())->second;
+  const auto& engines = Table().find(param.type())->second.engines;
   auto entry = engines.find(engine);
   DOPPIO_ENSURE(entry != engines.end())
       << "layer '" << param.name() << "' (" << param.type() << "): engine " << engine

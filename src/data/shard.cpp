@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include "doppio/core/layer_registry.hpp"
+
 namespace doppio {
 
 ShardSequence::ShardSequence(int rank, int size, int batch, std::uint64_t num_records,
@@ -57,15 +59,10 @@ int ShardDataLayers(NetParameter* param, int rank, int size) {
   CHECK_LT(rank, size);
   int count = 0;
   for (LayerParameter& layer : *param->mutable_layer()) {
-    if (layer.type() == "Data") {
-      layer.mutable_data_param()->set_shard_rank(rank);
-      layer.mutable_data_param()->set_shard_size(size);
-      ++count;
-    } else if (layer.type() == "ImageData") {
-      layer.mutable_image_data_param()->set_shard_rank(rank);
-      layer.mutable_image_data_param()->set_shard_size(size);
-      ++count;
-    }
+    const LayerTraits::ShardFn shard = LayerTypeTraits(layer.type()).shard;
+    if (shard == nullptr) continue;
+    shard(&layer, rank, size);
+    ++count;
   }
   return count;
 }

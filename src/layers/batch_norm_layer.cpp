@@ -195,6 +195,7 @@ void BatchNormLayer<Dtype>::Backward_cpu(const BlobVec& top,
 }
 
 DOPPIO_INSTANTIATE_CLASS(BatchNormLayer);
-REGISTER_LAYER_CLASS(BatchNorm);
+// Running statistics are each rank's own, as in Caffe's multi-GPU training.
+REGISTER_LAYER_CLASS_WITH_TRAITS(BatchNorm, LayerTraits().PerRankState());
 
 }  // namespace doppio

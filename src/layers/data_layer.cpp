@@ -79,16 +79,15 @@ void DataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   });
 }
 
-template <typename Dtype>
-void HDF5DataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
-  DOPPIO_FAIL() << this->Describe()
-                << ": HDF5Data layers are not supported; Doppio reads LMDB of Datum records "
-                << "(type: \"Data\") and image lists (type: \"ImageData\")";
+namespace {
+// Each rank reads its own block of every global batch (ShardSequence).
+void ShardDataParam(LayerParameter* param, int rank, int size) {
+  param->mutable_data_param()->set_shard_rank(rank);
+  param->mutable_data_param()->set_shard_size(size);
 }
+}  // namespace
 
 DOPPIO_INSTANTIATE_CLASS(DataLayer);
-DOPPIO_INSTANTIATE_CLASS(HDF5DataLayer);
-REGISTER_LAYER_CLASS(Data);
-REGISTER_LAYER_CLASS(HDF5Data);
+REGISTER_LAYER_CLASS_WITH_TRAITS(Data, LayerTraits().ReadsData().Shardable(ShardDataParam));
 
 }  // namespace doppio

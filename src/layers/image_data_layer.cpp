@@ -139,7 +139,16 @@ void ImageDataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   });
 }
 
+namespace {
+// Each rank reads its own block of every global batch of the list (ShardSequence).
+void ShardImageDataParam(LayerParameter* param, int rank, int size) {
+  param->mutable_image_data_param()->set_shard_rank(rank);
+  param->mutable_image_data_param()->set_shard_size(size);
+}
+}  // namespace
+
 DOPPIO_INSTANTIATE_CLASS(ImageDataLayer);
-REGISTER_LAYER_CLASS(ImageData);
+REGISTER_LAYER_CLASS_WITH_TRAITS(ImageData,
+                                 LayerTraits().ReadsData().Shardable(ShardImageDataParam));
 
 }  // namespace doppio

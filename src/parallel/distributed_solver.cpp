@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "doppio/core/layer_registry.hpp"
 #include "doppio/data/shard.hpp"
 #include "doppio/parallel/hash.hpp"
 #include "doppio/solvers/solver_registry.hpp"
@@ -20,12 +21,6 @@
 namespace doppio {
 
 namespace {
-
-// Layer types that read records from files, and whether they can read a shard.
-bool IsShardedReader(const std::string& type) { return type == "Data" || type == "ImageData"; }
-bool IsUnshardedReader(const std::string& type) {
-  return type == "HDF5Data" || type == "WindowData" || type == "MemoryData";
-}
 
 std::string DeterministicBytes(const google::protobuf::Message& message) {
   std::string bytes;
@@ -274,12 +269,13 @@ void DistributedSolver<Dtype>::PrepareParameters(const SolverParameter& param) {
   if (size > 1) {
     auto shard = [&](NetParameter* net, const std::string& origin) {
       for (const LayerParameter& layer : net->layer()) {
-        if (IsShardedReader(layer.type())) {
+        const LayerTraits& traits = LayerTypeTraits(layer.type());
+        if (traits.shard != nullptr) {
           if (std::find(sharded_layers_.begin(), sharded_layers_.end(), layer.name()) ==
               sharded_layers_.end()) {
             sharded_layers_.push_back(layer.name());
           }
-        } else if (IsUnshardedReader(layer.type())) {
+        } else if (traits.reads_data && traits.unsupported.empty()) {
           LOG(WARNING) << origin << ": layer '" << layer.name() << "' (" << layer.type()
                        << ") does not shard its data: every rank reads the same records";
         }
@@ -390,8 +386,7 @@ void DistributedSolver<Dtype>::InstallHooks() {
       forward_names.push_back("forward " + net->layer_names()[i]);
       backward_names.push_back("backward " + net->layer_names()[i]);
       const std::string type = net->layers()[i]->type();
-      forward_categories.push_back(IsShardedReader(type) || IsUnshardedReader(type) ? "data wait"
-                                                                                    : "forward");
+      forward_categories.push_back(LayerTypeTraits(type).reads_data ? "data wait" : "forward");
     }
     net->add_after_forward([this, forward_names, forward_categories](int id) {
       if (device_timer_) {
@@ -539,7 +534,7 @@ void DistributedSolver<Dtype>::ReduceTestScores(int test_net_id, std::vector<dou
   if (mine < most) {
     Net<Dtype>& net = *solver_->test_nets()[test_net_id];
     for (std::size_t i = 0; i < net.layers().size(); ++i) {
-      if (net.bottom_vecs()[i].empty() && IsShardedReader(net.layers()[i]->type())) {
+      if (net.bottom_vecs()[i].empty() && LayerTypeTraits(net.layers()[i]->type()).shard) {
         net.ForwardFromTo(static_cast<int>(i), static_cast<int>(i));
       }
     }
@@ -648,13 +643,14 @@ void DistributedSolver<Dtype>::Solve(const std::string& resume_file) {
   solver_->Solve();
   if (comm_->size() > 1 && options_.sync != SyncMode::kReduceBroadcast) {
     // Every rank applied the same updates: their learned weights must still agree.
-    // (BatchNorm's running statistics are each rank's own, as in Caffe's multi-GPU
-    // training; snapshots hold rank 0's.)
+    // (Per-rank state such as BatchNorm's running statistics is each rank's own, as in
+    // Caffe's multi-GPU training; snapshots hold rank 0's.)
     Hasher hash;
     const Net<Dtype>& net = *solver_->net();
     for (std::size_t i = 0; i < net.learnable_params().size(); ++i) {
       const int layer = net.learnable_param_last_layer()[i];
-      if (net.params_lr()[i] == 0.f || net.layers()[layer]->type() == std::string("BatchNorm")) {
+      if (net.params_lr()[i] == 0.f ||
+          LayerTypeTraits(net.layers()[layer]->type()).per_rank_state) {
         continue;
       }
       hash.AddBytes(net.arena_data() + net.learnable_param_offsets()[i],

@@ -50,20 +50,11 @@ std::string ReadWholeFile(const std::string& path) {
   return contents.str();
 }
 
-// Fields Caffe's schema has that Doppio parses but does not implement. Setting one is an
-// error naming it, never silently ignored. "message.field" -> why.
+// Fields of layers Doppio runs that Caffe's schema has but Doppio does not implement.
+// Setting one is an error naming it, never silently ignored. "message.field" -> why.
+// (Layer types Doppio refuses are refused by the layer registry, with their reason.)
 const std::map<std::string, std::string>& UnsupportedFields() {
   static const std::map<std::string, std::string> fields = {
-      {"doppio.LayerParameter.python_param", "Python layers are not supported"},
-      {"doppio.LayerParameter.recurrent_param", "recurrent layers are not supported"},
-      {"doppio.LayerParameter.spp_param", "SPP layers are not supported"},
-      {"doppio.LayerParameter.window_data_param", "WindowData layers are not supported"},
-      {"doppio.LayerParameter.hdf5_output_param", "HDF5 output is not supported"},
-      {"doppio.LayerParameter.memory_data_param", "MemoryData layers are not supported"},
-      {"doppio.LayerParameter.mvn_param", "MVN layers are not supported"},
-      {"doppio.LayerParameter.swish_param", "Swish layers are not supported"},
-      {"doppio.LayerParameter.clip_param", "Clip layers are not supported"},
-      {"doppio.LayerParameter.parameter_param", "Parameter layers are not supported"},
       {"doppio.ConvolutionParameter.force_nd_im2col",
        "N-d im2col is not supported; convolutions are 2-d"},
   };

@@ -1,17 +1,12 @@
 #include "doppio/util/synthetic_inputs.hpp"
 
-#include <set>
 #include <string>
+
+#include "doppio/core/layer_registry.hpp"
 
 namespace doppio {
 
 namespace {
-
-bool ReadsData(const LayerParameter& layer) {
-  static const std::set<std::string> types = {"Data", "ImageData", "HDF5Data", "WindowData",
-                                              "MemoryData"};
-  return types.count(layer.type()) > 0;
-}
 
 int BatchSize(const LayerParameter& layer, int batch) {
   if (batch > 0) return batch;
@@ -35,7 +30,7 @@ NetParameter WithSyntheticInputs(const NetParameter& param, int batch,
                                  const std::vector<int>& image_shape) {
   NetParameter result = param;
   for (auto& layer : *result.mutable_layer()) {
-    if (ReadsData(layer)) {
+    if (LayerTypeTraits(layer.type()).reads_data) {
       const int n = BatchSize(layer, batch);
       const std::vector<int> image = ImageShape(layer, image_shape);
       LayerParameter dummy;

@@ -10,10 +10,55 @@
 
 namespace doppio {
 
-// Maps a layer's type string (and engine) to its constructor. Layers register themselves
-// from their own source file with REGISTER_LAYER_CLASS; nothing else lists layer types.
-// An engine other than the default (e.g. "CUDNN") may register for the same type and takes
-// over when the layer asks for it or when it is the better available choice.
+// What the rest of Doppio needs to know about a layer type. It is given where the type
+// registers, so that no other code keeps lists of layer types: sharding, the data-parallel
+// solver and `doppio time` ask LayerTypeTraits, and the registry refuses the unsupported
+// types. Registrations chain the setters: LayerTraits().ReadsData().Shardable(ShardDataParam).
+struct LayerTraits {
+  // Sets which of `size` shards of the records rank `rank` reads, in a layer's parameters.
+  using ShardFn = void (*)(LayerParameter* param, int rank, int size);
+
+  // Reads its tops from records (an LMDB, image files): its forward time is waiting for
+  // data, and `doppio time` replaces it with constant inputs.
+  bool reads_data = false;
+  // For a data source that can read one rank's shard of the records; null when every rank
+  // would read all of them.
+  ShardFn shard = nullptr;
+  // Its parameter blobs hold state that each rank keeps for itself and gradient
+  // synchronisation does not make equal (BatchNorm's running statistics).
+  bool per_rank_state = false;
+  // For a Caffe type that Doppio parses but refuses: the error it gives, after the layer's
+  // name, saying why. Empty for a type Doppio runs.
+  std::string unsupported;
+
+  LayerTraits& ReadsData() {
+    reads_data = true;
+    return *this;
+  }
+  LayerTraits& Shardable(ShardFn fn) {
+    shard = fn;
+    return *this;
+  }
+  LayerTraits& PerRankState() {
+    per_rank_state = true;
+    return *this;
+  }
+  LayerTraits& Unsupported(std::string why) {
+    unsupported = std::move(why);
+    return *this;
+  }
+};
+
+// The traits of a layer type; the default ones (a layer that only computes) for a type that
+// is not registered. They do not depend on the precision: one registration registers both.
+const LayerTraits& LayerTypeTraits(const std::string& type);
+
+// Maps a layer's type string (and engine) to its constructor and its traits. Layers register
+// themselves from their own source file with REGISTER_LAYER_CLASS (or
+// REGISTER_LAYER_CLASS_WITH_TRAITS); types Doppio refuses register with
+// REGISTER_UNSUPPORTED_LAYER. Nothing else lists layer types. An engine other than the default
+// (e.g. "CUDNN") may register for the same type and takes over when the layer asks for it or
+// when it is the better available choice.
 //
 // Engine choice (the *_param.engine field): CAFFE is Doppio's own kernels; CUDNN is cuDNN,
 // which only runs on a GPU. DEFAULT means CUDNN for a layer created to run on the GPU, when
@@ -28,22 +73,31 @@ class LayerRegistry {
 
   static void AddCreator(const std::string& type, const std::string& engine, Creator creator,
                          Unsupported unsupported = nullptr);
+  // Once per type: with its CAFFE engine, or alone for a type Doppio refuses.
+  static void AddTraits(const std::string& type, LayerTraits traits);
   // Creates the layer for `mode`; throws Error naming the layer and the type when the type
-  // is unknown, or when the engine it asks for cannot run it.
+  // is unknown or unsupported (with the reason), or when the engine it asks for cannot run it.
   static std::shared_ptr<Layer<Dtype>> CreateLayer(const LayerParameter& param,
                                                    Mode mode = Mode::CPU);
   // The engine CreateLayer picks ("CAFFE" or "CUDNN").
   static std::string ChooseEngine(const LayerParameter& param, Mode mode);
-  static bool Has(const std::string& type);
+  // The types CreateLayer can create (unsupported ones left out).
   static std::vector<std::string> Types();
 
  private:
+  friend const LayerTraits& LayerTypeTraits(const std::string& type);
+
   struct Entry {
     Creator creator;
     Unsupported unsupported;
   };
-  // type -> engine -> entry. Filled during static initialisation only, read afterwards.
-  static std::map<std::string, std::map<std::string, Entry>>& Table();
+  struct TypeEntry {
+    LayerTraits traits;
+    bool has_traits = false;
+    std::map<std::string, Entry> engines;
+  };
+  // type -> its traits and engines. Filled during static initialisation only, read afterwards.
+  static std::map<std::string, TypeEntry>& Table();
 };
 
 template <typename Dtype>
@@ -52,6 +106,16 @@ struct LayerRegisterer {
                   typename LayerRegistry<Dtype>::Creator creator,
                   typename LayerRegistry<Dtype>::Unsupported unsupported = nullptr) {
     LayerRegistry<Dtype>::AddCreator(type, engine, std::move(creator), std::move(unsupported));
+  }
+  // The default engine, with the type's traits.
+  LayerRegisterer(const std::string& type, typename LayerRegistry<Dtype>::Creator creator,
+                  const LayerTraits& traits) {
+    LayerRegistry<Dtype>::AddCreator(type, "CAFFE", std::move(creator));
+    LayerRegistry<Dtype>::AddTraits(type, traits);
+  }
+  // A type without engines, which exists to be refused.
+  LayerRegisterer(const std::string& type, const LayerTraits& traits) {
+    LayerRegistry<Dtype>::AddTraits(type, traits);
   }
 };
 
@@ -85,4 +149,26 @@ struct LayerRegisterer {
       unsupported)
 
 // REGISTER_LAYER_CLASS(Convolution) registers ConvolutionLayer under type "Convolution".
-#define REGISTER_LAYER_CLASS(type) DOPPIO_REGISTER_LAYER_ENGINE(type, CAFFE, type##Layer)
+#define REGISTER_LAYER_CLASS(type) REGISTER_LAYER_CLASS_WITH_TRAITS(type, ::doppio::LayerTraits())
+
+// REGISTER_LAYER_CLASS_WITH_TRAITS(BatchNorm, LayerTraits().PerRankState()) registers
+// BatchNormLayer under type "BatchNorm", with what others need to know about it.
+#define REGISTER_LAYER_CLASS_WITH_TRAITS(type, traits)                               \
+  static ::doppio::LayerRegisterer<float> g_##type##Layer_f(                         \
+      #type,                                                                         \
+      [](const ::doppio::LayerParameter& p) {                                        \
+        return std::shared_ptr<::doppio::Layer<float>>(new type##Layer<float>(p));   \
+      },                                                                             \
+      traits);                                                                       \
+  static ::doppio::LayerRegisterer<double> g_##type##Layer_d(                        \
+      #type,                                                                         \
+      [](const ::doppio::LayerParameter& p) {                                        \
+        return std::shared_ptr<::doppio::Layer<double>>(new type##Layer<double>(p)); \
+      },                                                                             \
+      traits)
+
+// REGISTER_UNSUPPORTED_LAYER(Python, LayerTraits().Unsupported("...")) makes a net with a
+// Python layer fail to build with that reason, rather than as an unknown type.
+#define REGISTER_UNSUPPORTED_LAYER(type, traits)                                  \
+  static ::doppio::LayerRegisterer<float> g_##type##Unsupported_f(#type, traits); \
+  static ::doppio::LayerRegisterer<double> g_##type##Unsupported_d(#type, traits)

@@ -71,9 +71,10 @@ class ShardedReader {
   int batch_j_ = 0;
 };
 
-// Sets shard_rank / shard_size of every Data and ImageData layer of `param` (the
-// data-parallel code calls this on each rank before building its nets). Returns how many
-// layers it set. Other data-reading layer types are left alone.
+// Sets which shard of its records every shardable layer of `param` reads (LayerTraits::shard:
+// shard_rank / shard_size of Data and ImageData layers); the data-parallel code calls this on
+// each rank before building its nets. Returns how many layers it set. Layers of other types,
+// data sources that cannot shard included, are left alone.
 int ShardDataLayers(NetParameter* param, int rank, int size);
 
 }  // namespace doppio

@@ -40,20 +40,4 @@ class DataLayer : public BasePrefetchingDataLayer<Dtype> {
   std::vector<typename DataTransformer<Dtype>::Draw> draws_;
 };
 
-// Refuses HDF5Data layers with an Error naming the layer (Doppio reads LMDB only).
-template <typename Dtype>
-class HDF5DataLayer : public Layer<Dtype> {
- public:
-  using BlobVec = typename Layer<Dtype>::BlobVec;
-  explicit HDF5DataLayer(const LayerParameter& param) : Layer<Dtype>(param) {}
-  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
-  void Reshape(const BlobVec& bottom, const BlobVec& top) override {}
-  const char* type() const override { return "HDF5Data"; }
-
- protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {}
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {}
-};
-
 }  // namespace doppio
