@@ -28,6 +28,7 @@ KNOWN = {
     ("src/util/cudnn.cpp", "core"): "takes GpuContext and Blob",
     ("include/doppio/util/io.hpp", "core"): "reads and writes the schema's messages",
     ("include/doppio/util/synthetic_inputs.hpp", "core"): "builds inputs for a Net (doppio time)",
+    ("src/util/synthetic_inputs.cpp", "core"): "asks the layer registry which layers read data",
 }
 
 INCLUDE = re.compile(r'\s*#\s*include\s+"doppio/(\w+)/')
