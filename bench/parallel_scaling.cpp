@@ -21,7 +21,7 @@
 #include "doppio/parallel/mpi_communicator.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
-#include "doppio/util/synthetic_inputs.hpp"
+#include "synthetic_inputs.hpp"
 
 DEFINE_string(model, "lenet", "models/<model>/train_val.prototxt");
 DEFINE_string(root, ".", "The repository root (models/ is under it).");

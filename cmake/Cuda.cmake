@@ -1,7 +1,7 @@
 # DOPPIO_CUDA / DOPPIO_CUDNN / DOPPIO_NCCL: AUTO builds with what is found, ON requires it,
 # OFF leaves it out. A build with CUDA still runs in CPU mode on a machine without a GPU.
 # DOPPIO_CUDA=EMULATE compiles the CUDA code with the host compiler against the host
-# emulation in cuda_emulation/ (no cuDNN, no NCCL), so that the GPU code paths and their
+# emulation in tests/cuda_emulation/ (no cuDNN, no NCCL), so that the GPU code paths and their
 # tests run on a machine without a GPU.
 set(DOPPIO_HAVE_CUDA OFF)
 set(DOPPIO_CUDA_EMULATED OFF)
@@ -69,7 +69,7 @@ endif()
 function(doppio_configure_cuda target)
   if(DOPPIO_CUDA_EMULATED)
     target_compile_definitions(${target} PUBLIC DOPPIO_WITH_CUDA)
-    target_include_directories(${target} BEFORE PUBLIC ${PROJECT_SOURCE_DIR}/cuda_emulation/include)
+    target_link_libraries(${target} PUBLIC doppio_cuda_emulation)
   elseif(DOPPIO_HAVE_CUDA)
     target_compile_definitions(${target} PUBLIC DOPPIO_WITH_CUDA)
     target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas CUDA::curand)
@@ -78,10 +78,5 @@ function(doppio_configure_cuda target)
     target_compile_definitions(${target} PUBLIC DOPPIO_WITH_CUDNN)
     target_include_directories(${target} PUBLIC ${CUDNN_INCLUDE_DIR})
     target_link_libraries(${target} PUBLIC ${CUDNN_LIBRARY})
-  endif()
-  if(DOPPIO_HAVE_NCCL)
-    target_compile_definitions(${target} PUBLIC DOPPIO_WITH_NCCL)
-    target_include_directories(${target} PUBLIC ${NCCL_INCLUDE_DIR})
-    target_link_libraries(${target} PUBLIC ${NCCL_LIBRARY})
   endif()
 endfunction()

@@ -6,7 +6,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
+#include "doppio/device/gpu_math.hpp"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

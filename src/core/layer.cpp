@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include "doppio/device/gpu_math.hpp"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

@@ -8,6 +8,7 @@
 
 #include "doppio/core/insert_splits.hpp"
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/device/gpu_math.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
 

@@ -7,8 +7,8 @@
 #include <new>
 
 #include "doppio/core/common.hpp"
-#include "doppio/core/gpu_context.hpp"
-#include "doppio/util/gpu_util.hpp"
+#include "doppio/device/gpu_context.hpp"
+#include "doppio/device/gpu_util.hpp"
 
 namespace doppio {
 

@@ -6,7 +6,8 @@
 
 #include <cstring>
 
-#include "doppio/util/gpu_util.hpp"
+#include "doppio/device/gpu_math.hpp"
+#include "doppio/device/gpu_util.hpp"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

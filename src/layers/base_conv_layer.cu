@@ -1,5 +1,6 @@
+#include "doppio/core/layer_kernels.cuh"
+#include "doppio/device/im2col_gpu.hpp"
 #include "doppio/layers/base_conv_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 #include "doppio/util/im2col.hpp"
 #include "doppio/util/math_functions.hpp"
 

@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/contrastive_loss_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

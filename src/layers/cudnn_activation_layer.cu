@@ -1,10 +1,10 @@
 #ifdef DOPPIO_WITH_CUDNN
 
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/cudnn_activation_layer.hpp"
 #include "doppio/layers/relu_layer.hpp"
 #include "doppio/layers/sigmoid_layer.hpp"
 #include "doppio/layers/tanh_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 
 namespace doppio {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/cudnn_conv_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

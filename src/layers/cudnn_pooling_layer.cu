@@ -1,7 +1,7 @@
 #ifdef DOPPIO_WITH_CUDNN
 
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/cudnn_pooling_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 
 namespace doppio {
 

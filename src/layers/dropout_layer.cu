@@ -1,7 +1,7 @@
 #include <glog/logging.h>
 
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/dropout_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

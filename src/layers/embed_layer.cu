@@ -1,5 +1,5 @@
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/embed_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

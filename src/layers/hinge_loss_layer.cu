@@ -1,7 +1,7 @@
 #include <algorithm>
 
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/hinge_loss_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

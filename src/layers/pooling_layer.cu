@@ -2,8 +2,8 @@
 
 #include <cfloat>
 
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/pooling_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

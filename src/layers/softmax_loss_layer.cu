@@ -1,7 +1,7 @@
 #include <cfloat>
 
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/softmax_loss_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

@@ -1,5 +1,5 @@
+#include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/tanh_layer.hpp"
-#include "doppio/util/cuda_kernels.cuh"
 
 namespace doppio {
 

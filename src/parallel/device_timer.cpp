@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "doppio/util/gpu_util.hpp"
+#include "doppio/device/gpu_util.hpp"
 
 namespace doppio {
 

@@ -14,8 +14,8 @@
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/data/shard.hpp"
-#include "doppio/parallel/hash.hpp"
 #include "doppio/solvers/solver_registry.hpp"
+#include "doppio/util/hash.hpp"
 #include "doppio/util/io.hpp"
 
 namespace doppio {

@@ -4,7 +4,7 @@
 
 #ifdef DOPPIO_WITH_CUDA
 
-#include "doppio/util/gpu_util.hpp"
+#include "doppio/device/gpu_util.hpp"
 
 namespace doppio {
 

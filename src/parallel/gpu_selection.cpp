@@ -10,8 +10,8 @@
 
 #include "doppio/core/common.hpp"
 #include "doppio/parallel/gpu_memory_ops.hpp"
-#include "doppio/parallel/hash.hpp"
 #include "doppio/parallel/nccl_communicator.hpp"
+#include "doppio/util/hash.hpp"
 
 namespace doppio {
 

@@ -6,8 +6,8 @@
 #include <iomanip>
 #include <sstream>
 
-#include "doppio/parallel/hash.hpp"
-#include "doppio/util/device_math.hpp"
+#include "doppio/core/device_math.hpp"
+#include "doppio/util/hash.hpp"
 
 namespace doppio {
 

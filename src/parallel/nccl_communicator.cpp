@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "doppio/util/gpu_util.hpp"
+#include "doppio/device/gpu_util.hpp"
 
 namespace doppio {
 

@@ -11,7 +11,7 @@
 #include "doppio/layers/base_data_layer.hpp"
 #include "doppio/layers/batch_norm_layer.hpp"
 #include "doppio/util/io.hpp"
-#include "doppio/util/synthetic_inputs.hpp"
+#include "synthetic_inputs.hpp"
 #include "test_util.hpp"
 
 namespace doppio {

@@ -10,7 +10,7 @@
 
 #include "doppio/core/net.hpp"
 #include "doppio/util/io.hpp"
-#include "doppio/util/synthetic_inputs.hpp"
+#include "synthetic_inputs.hpp"
 #include "test_util.hpp"
 
 namespace doppio {

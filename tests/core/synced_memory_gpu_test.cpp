@@ -5,6 +5,7 @@
 
 #include "doppio/core/blob.hpp"
 #include "doppio/core/synced_memory.hpp"
+#include "doppio/device/gpu_math.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "gpu_test_util.hpp"
 #include "test_util.hpp"

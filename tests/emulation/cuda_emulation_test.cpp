@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "doppio/util/cuda_kernels.cuh"
+#include "doppio/device/cuda_kernels.cuh"
 
 namespace doppio {
 namespace {

@@ -7,10 +7,11 @@
 
 #include <vector>
 
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
+#include "doppio/device/gpu_math.hpp"
+#include "doppio/device/gpu_util.hpp"
 #include "doppio/parallel/gpu_memory_ops.hpp"
 #include "doppio/parallel/nccl_communicator.hpp"
-#include "doppio/util/gpu_util.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "mpi_test_util.hpp"
 

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "doppio/device/gpu_math.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "gpu_test_util.hpp"
 

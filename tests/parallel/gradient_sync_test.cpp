@@ -10,8 +10,8 @@
 
 #include "doppio/parallel/distributed_solver.hpp"
 #include "doppio/parallel/gradient_sync.hpp"
-#include "doppio/parallel/hash.hpp"
 #include "doppio/solvers/solver_registry.hpp"
+#include "doppio/util/hash.hpp"
 #include "test_util.hpp"
 
 namespace doppio {

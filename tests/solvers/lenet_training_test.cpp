@@ -5,8 +5,8 @@
 #include <numeric>
 
 #include "doppio/util/io.hpp"
-#include "doppio/util/synthetic_inputs.hpp"
 #include "solver_test_util.hpp"
+#include "synthetic_inputs.hpp"
 
 namespace doppio {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "doppio/core/blob.hpp"
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 
 namespace doppio {
 

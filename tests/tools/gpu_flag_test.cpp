@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli_test_util.hpp"
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 #include "test_util.hpp"
 
 namespace doppio {

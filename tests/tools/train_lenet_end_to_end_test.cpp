@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../data/data_test_helpers.hpp"
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 #include "doppio/parallel/nccl_communicator.hpp"
 #include "doppio/util/io.hpp"
 #include "test_util.hpp"

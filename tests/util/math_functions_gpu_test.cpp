@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "doppio/device/gpu_math.hpp"
+#include "doppio/device/im2col_gpu.hpp"
 #include "doppio/util/im2col.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "gpu_test_util.hpp"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 #include "doppio/parallel/gpu_selection.hpp"
 
 DEFINE_string(model, "", "The model definition (net prototxt).");

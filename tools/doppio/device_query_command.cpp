@@ -7,7 +7,7 @@
 
 #include "command.hpp"
 #include "common_flags.hpp"
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 
 #ifdef DOPPIO_WITH_CUDA
 #include <cuda_runtime.h>

@@ -7,13 +7,13 @@
 
 #include "command.hpp"
 #include "common_flags.hpp"
-#include "doppio/core/gpu_context.hpp"
 #include "doppio/core/net.hpp"
+#include "doppio/device/gpu_context.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
-#include "doppio/util/synthetic_inputs.hpp"
 #include "doppio/util/thread_pool.hpp"
 #include "doppio/util/timer.hpp"
+#include "synthetic_inputs.hpp"
 
 DEFINE_int32(threads, 1, "time: CPU threads for the BLAS kernels.");
 DEFINE_int32(batch, 0, "time: override the batch size of the net's inputs (0 keeps it).");

@@ -6,7 +6,7 @@
 
 #include "doppio/core/blob.hpp"
 #include "doppio/core/common.hpp"
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 #include "doppio/util/rng.hpp"
 
 namespace doppio {

@@ -7,8 +7,8 @@
 #include <unordered_map>
 
 #include "doppio/core/blob.hpp"
-#include "doppio/core/gpu_context.hpp"
 #include "doppio/data/prefetch.hpp"
+#include "doppio/device/gpu_context.hpp"
 
 namespace doppio {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "doppio/core/layer.hpp"
-#include "doppio/util/cudnn.hpp"
+#include "doppio/device/cudnn.hpp"
 
 namespace doppio {
 

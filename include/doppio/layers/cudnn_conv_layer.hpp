@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "doppio/device/cudnn.hpp"
 #include "doppio/layers/conv_layer.hpp"
-#include "doppio/util/cudnn.hpp"
 
 namespace doppio {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "doppio/device/cudnn.hpp"
 #include "doppio/layers/lrn_layer.hpp"
-#include "doppio/util/cudnn.hpp"
 
 namespace doppio {
 

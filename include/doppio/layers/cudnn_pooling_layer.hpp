@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "doppio/device/cudnn.hpp"
 #include "doppio/layers/pooling_layer.hpp"
-#include "doppio/util/cudnn.hpp"
 
 namespace doppio {
 

@@ -4,8 +4,8 @@
 
 #include <vector>
 
+#include "doppio/device/cudnn.hpp"
 #include "doppio/layers/softmax_layer.hpp"
-#include "doppio/util/cudnn.hpp"
 
 namespace doppio {
 

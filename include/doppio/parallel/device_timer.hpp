@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 
 namespace doppio {
 

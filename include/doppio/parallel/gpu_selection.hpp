@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 #include "doppio/parallel/communicator.hpp"
 
 namespace doppio {

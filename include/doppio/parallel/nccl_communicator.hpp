@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 #include "doppio/parallel/communicator.hpp"
 
 namespace doppio {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "doppio/core/device_math.hpp"
 #include "doppio/solvers/solver.hpp"
-#include "doppio/util/device_math.hpp"
 
 namespace doppio {
 

@@ -30,19 +30,6 @@ void col2im_cpu_clobbering(Dtype* data_col, int channels, int height, int width,
                            int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w,
                            int dilation_h, int dilation_w, Dtype* data_im, int col_row_stride = 0);
 
-#ifdef DOPPIO_WITH_CUDA
-class GpuContext;
-// The same two on device memory (dense column matrix), queued on gpu.stream().
-template <typename Dtype>
-void im2col_gpu(GpuContext& gpu, const Dtype* data_im, int channels, int height, int width,
-                int kernel_h, int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w,
-                int dilation_h, int dilation_w, Dtype* data_col);
-template <typename Dtype>
-void col2im_gpu(GpuContext& gpu, const Dtype* data_col, int channels, int height, int width,
-                int kernel_h, int kernel_w, int pad_h, int pad_w, int stride_h, int stride_w,
-                int dilation_h, int dilation_w, Dtype* data_im);
-#endif
-
 // Output extent of a convolution along one axis (may be <= 0 for an input that is too small).
 inline int ConvOutputSize(int in, int kernel, int pad, int stride, int dilation) {
   const int extent = dilation * (kernel - 1) + 1;

@@ -4,7 +4,8 @@
 
 #include <google/protobuf/message.h>
 
-#include "doppio/core/common.hpp"
+#include "doppio/proto/doppio.pb.h"
+#include "doppio/util/error.hpp"
 
 namespace doppio {
 

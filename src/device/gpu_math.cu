@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
-#include "doppio/core/gpu_context.hpp"
-#include "doppio/util/cuda_kernels.cuh"
-#include "doppio/util/gpu_util.hpp"
+#include "doppio/device/cuda_kernels.cuh"
+#include "doppio/device/gpu_context.hpp"
+#include "doppio/device/gpu_util.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/rng.hpp"
 

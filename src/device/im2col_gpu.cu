@@ -1,4 +1,5 @@
-#include "doppio/util/cuda_kernels.cuh"
+#include "doppio/device/cuda_kernels.cuh"
+#include "doppio/device/im2col_gpu.hpp"
 #include "doppio/util/im2col.hpp"
 
 namespace doppio {

@@ -1,8 +1,8 @@
-#include "doppio/util/cudnn.hpp"
+#include "doppio/device/cudnn.hpp"
 
 #ifdef DOPPIO_WITH_CUDNN
 
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 
 namespace doppio {
 

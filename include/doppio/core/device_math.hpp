@@ -1,7 +1,7 @@
 #pragma once
 
 #include "doppio/core/blob.hpp"
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 
 namespace doppio {
 

@@ -9,10 +9,9 @@
 #include <memory>
 #include <utility>
 
-#include "doppio/core/gpu_context.hpp"
-#include "doppio/core/synced_memory.hpp"
-#include "doppio/util/gpu_util.hpp"
-#include "doppio/util/math_functions.hpp"
+#include "doppio/device/gpu_context.hpp"
+#include "doppio/device/gpu_math.hpp"
+#include "doppio/device/gpu_util.hpp"
 
 // kernel<<<grid, block, 0, stream>>>, spelled so that the host emulation
 // (DOPPIO_CUDA=EMULATE, cuda_emulation/) can run it too.
@@ -111,20 +110,6 @@ __device__ __forceinline__ double UniformFromBits<double>(unsigned int a, unsign
 
 }  // namespace doppio
 
-// Instantiates a layer's Forward_gpu and Backward_gpu, defined in its .cu file, for float and
-// double (the class itself is instantiated in its .cpp file).
-#define DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(classname)                                        \
-  template void classname<float>::Forward_gpu(const std::vector<::doppio::Blob<float>*>&,    \
-                                              const std::vector<::doppio::Blob<float>*>&);   \
-  template void classname<double>::Forward_gpu(const std::vector<::doppio::Blob<double>*>&,  \
-                                               const std::vector<::doppio::Blob<double>*>&); \
-  template void classname<float>::Backward_gpu(const std::vector<::doppio::Blob<float>*>&,   \
-                                               const std::vector<bool>&,                     \
-                                               const std::vector<::doppio::Blob<float>*>&);  \
-  template void classname<double>::Backward_gpu(const std::vector<::doppio::Blob<double>*>&, \
-                                                const std::vector<bool>&,                    \
-                                                const std::vector<::doppio::Blob<double>*>&)
-
 namespace doppio {
 
 // Per-channel sums over a (outer, channels, inner) layout: out[c] = sum over n and k of
@@ -213,24 +198,6 @@ __device__ Dtype BlockReduceMax(Dtype value, Dtype* cache) {
 // with a block stride).
 inline int GpuRowBlocks(long long rows) {
   return static_cast<int>(rows < 1 ? 1 : (rows > 65535 ? 65535 : rows));
-}
-
-}  // namespace doppio
-
-namespace doppio {
-
-// A device int through which a kernel reports the first bad index it met (an invalid label):
-// kernels lower it with atomicMin; the host reads it back after the kernel (this waits).
-inline int* ResetIndexFlag(GpuContext& gpu, std::shared_ptr<SyncedMemory>* flag) {
-  if (!*flag) *flag = std::make_shared<SyncedMemory>(sizeof(int));
-  int* ptr = static_cast<int*>((*flag)->mutable_gpu_data(gpu));
-  gpu_set<int>(gpu, 1, INT_MAX, ptr);
-  return ptr;
-}
-
-// INT_MAX when nothing was reported.
-inline int ReadIndexFlag(const std::shared_ptr<SyncedMemory>& flag) {
-  return *static_cast<const int*>(flag->cpu_data());
 }
 
 }  // namespace doppio

@@ -1,5 +1,6 @@
-#include "doppio/util/device_math.hpp"
+#include "doppio/core/device_math.hpp"
 
+#include "doppio/device/gpu_math.hpp"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {

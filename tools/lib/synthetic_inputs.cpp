@@ -1,4 +1,4 @@
-#include "doppio/util/synthetic_inputs.hpp"
+#include "synthetic_inputs.hpp"
 
 #include <string>
 

@@ -1,11 +1,11 @@
-#include "doppio/core/gpu_context.hpp"
+#include "doppio/device/gpu_context.hpp"
 
 #include <glog/logging.h>
 
 #include <sstream>
 
-#include "doppio/core/common.hpp"
-#include "doppio/util/gpu_util.hpp"
+#include "doppio/device/gpu_util.hpp"
+#include "doppio/util/error.hpp"
 
 namespace doppio {
 

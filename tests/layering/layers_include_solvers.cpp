@@ -1,0 +1,2 @@
+// Must not compile: layers/ sits below solvers/ and cannot see it (tests/layering/).
+#include "doppio/solvers/solver.hpp"
