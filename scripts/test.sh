@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (packages and build) and runs the whole test suite through ctest; then builds the
 # CUDA code once more under the host emulation of CUDA (-DDOPPIO_CUDA=EMULATE, see
-# cuda_emulation/) and runs the GPU tests there, so that on a machine without a GPU the
+# tests/cuda_emulation/) and runs the GPU tests there, so that on a machine without a GPU the
 # kernels and device code paths still run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -14,7 +14,7 @@
 #include "doppio/device/gpu_util.hpp"
 
 // kernel<<<grid, block, 0, stream>>>, spelled so that the host emulation
-// (DOPPIO_CUDA=EMULATE, cuda_emulation/) can run it too.
+// (DOPPIO_CUDA=EMULATE, tests/cuda_emulation/) can run it too.
 #ifdef DOPPIO_CUDA_EMULATION
 #define DOPPIO_LAUNCH(kernel, grid, block, stream) \
   ::doppio_emulation::Launch(kernel, grid, block, stream)
