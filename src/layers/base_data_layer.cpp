@@ -69,19 +69,11 @@ template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const std::string who = this->Describe();
   const LayerParameter& param = this->layer_param_;
-  const bool image = std::string(this->type()) == "ImageData";
-  const std::string block = image ? "image_data_param" : "data_param";
-  long long batch_size, shard_rank, shard_size, threads;
-  if (image) {
-    const ImageDataParameter& p = param.image_data_param();
-    batch_size = p.batch_size(), shard_rank = p.shard_rank(), shard_size = p.shard_size();
-    threads = p.threads();
-  } else {
-    const DataParameter& p = param.data_param();
-    DOPPIO_ENSURE(p.has_batch_size()) << who << ": data_param.batch_size is not set";
-    batch_size = p.batch_size(), shard_rank = p.shard_rank(), shard_size = p.shard_size();
-    threads = p.threads();
-  }
+  const ReaderFields fields = Reader();
+  const std::string block = fields.block;
+  DOPPIO_ENSURE(fields.has_batch_size) << who << ": " << block << ".batch_size is not set";
+  const long long batch_size = fields.batch_size, shard_rank = fields.shard_rank,
+                  shard_size = fields.shard_size, threads = fields.threads;
   DOPPIO_ENSURE(batch_size > 0 && batch_size <= (1 << 24))
       << who << ": " << block << ".batch_size must be at least 1, got " << batch_size;
   DOPPIO_ENSURE(shard_size >= 1) << who << ": " << block << ".shard_size must be at least 1, got "

@@ -17,6 +17,13 @@ std::string DataLayer<Dtype>::RecordName(std::string_view key) const {
 }
 
 template <typename Dtype>
+typename BasePrefetchingDataLayer<Dtype>::ReaderFields DataLayer<Dtype>::Reader() const {
+  const auto& p = this->layer_param_.data_param();
+  return {"data_param",   p.has_batch_size(), p.batch_size(),
+          p.shard_rank(), p.shard_size(),     p.threads()};
+}
+
+template <typename Dtype>
 std::vector<int> DataLayer<Dtype>::DataLayerSetUp() {
   const std::string who = this->Describe();
   const DataParameter& param = this->layer_param_.data_param();

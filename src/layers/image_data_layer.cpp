@@ -56,6 +56,12 @@ int ImageDataLayer<Dtype>::EntryAt(std::uint64_t position) {
 }
 
 template <typename Dtype>
+typename BasePrefetchingDataLayer<Dtype>::ReaderFields ImageDataLayer<Dtype>::Reader() const {
+  const auto& p = this->layer_param_.image_data_param();
+  return {"image_data_param", true, p.batch_size(), p.shard_rank(), p.shard_size(), p.threads()};
+}
+
+template <typename Dtype>
 std::vector<int> ImageDataLayer<Dtype>::DataLayerSetUp() {
   const std::string who = this->Describe();
   const ImageDataParameter& param = this->layer_param_.image_data_param();

@@ -13,7 +13,6 @@
 #include <random>
 #include <sstream>
 
-#include "doppio/layers/base_data_layer.hpp"
 #include "doppio/solvers/lr_policy.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/solvers/weights.hpp"
@@ -152,9 +151,8 @@ namespace {
 template <typename Dtype>
 void NoteRepeatedTestRecords(const Net<Dtype>& net, int test_net_id, int test_iter) {
   for (std::size_t i = 0; i < net.layers().size(); ++i) {
-    const auto* data = dynamic_cast<const BasePrefetchingDataLayer<Dtype>*>(net.layers()[i].get());
-    if (data == nullptr || data->batches_per_epoch() == 0) continue;
-    const std::uint64_t pass = data->batches_per_epoch();
+    const std::uint64_t pass = net.layers()[i]->batches_per_epoch();
+    if (pass == 0) continue;
     const std::uint64_t batches = static_cast<std::uint64_t>(test_iter);
     if (batches <= pass) continue;
     std::ostringstream text;

@@ -87,6 +87,9 @@ class Layer {
 
   // Loss layers report loss_weight 1 on their first top by default.
   virtual bool IsLossLayer() const { return false; }
+  // For a layer that reads records: the batches one pass over its share of them takes
+  // (known after SetUp). 0 for the others.
+  virtual std::uint64_t batches_per_epoch() const { return 0; }
 
   // The layer's name and type, for error messages: "layer 'conv1' (Convolution)".
   std::string Describe() const;

@@ -45,10 +45,17 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   int MaxTopBlobs() const override { return 2; }
   bool AllowForceBackward(int bottom_index) const override { return false; }
 
-  // The batches one pass over this rank's share of the data takes (known after SetUp).
-  std::uint64_t batches_per_epoch() const { return batches_per_epoch_; }
+  std::uint64_t batches_per_epoch() const override { return batches_per_epoch_; }
 
  protected:
+  // The fields every prefetching layer has in its own parameter block (data_param,
+  // image_data_param), which LayerSetUp checks.
+  struct ReaderFields {
+    const char* block;  // the block's name, for messages
+    bool has_batch_size;
+    long long batch_size, shard_rank, shard_size, threads;
+  };
+  virtual ReaderFields Reader() const = 0;
   // Reads the layer's parameters, opens the source and returns the shape {C, H, W} of one
   // transformed record. Runs on the caller's thread before the prefetch thread starts.
   virtual std::vector<int> DataLayerSetUp() = 0;

@@ -27,6 +27,7 @@ class DataLayer : public BasePrefetchingDataLayer<Dtype> {
   const char* type() const override { return "Data"; }
 
  protected:
+  typename BasePrefetchingDataLayer<Dtype>::ReaderFields Reader() const override;
   std::vector<int> DataLayerSetUp() override;
   void LoadBatch(Batch<Dtype>* batch) override;
 

@@ -26,6 +26,7 @@ class ImageDataLayer : public BasePrefetchingDataLayer<Dtype> {
   const char* type() const override { return "ImageData"; }
 
  protected:
+  typename BasePrefetchingDataLayer<Dtype>::ReaderFields Reader() const override;
   std::vector<int> DataLayerSetUp() override;
   void LoadBatch(Batch<Dtype>* batch) override;
 
