@@ -1,6 +1,6 @@
 // The parallel pieces that need no MPI job: bucket planning and launching (against a fake
 // communicator that records what it is asked), the one-rank communicator, the timeline's
-// trace, the fault-injection variables, and DistributedSolver on one rank.
+// trace, the fault-injection variables of the test build, and DistributedSolver on one rank.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -12,6 +12,7 @@
 #include "doppio/parallel/gradient_sync.hpp"
 #include "doppio/parallel/hash.hpp"
 #include "doppio/solvers/solver_registry.hpp"
+#include "test_faults.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -314,23 +315,23 @@ class FaultInjectionTest : public ::testing::Test {
 };
 
 TEST_F(FaultInjectionTest, ReadsAndChecksTheVariables) {
-  EXPECT_FALSE(FaultInjection::FromEnvironment().active());
+  EXPECT_FALSE(FaultInjectionFromEnvironment().active());
   setenv("DOPPIO_FAIL_RANK", "1", 1);
   setenv("DOPPIO_FAIL_ITER", "7", 1);
-  FaultInjection fault = FaultInjection::FromEnvironment();
+  FaultInjection fault = FaultInjectionFromEnvironment();
   EXPECT_TRUE(fault.active());
   EXPECT_EQ(fault.rank, 1);
   EXPECT_EQ(fault.iter, 7);
   EXPECT_EQ(fault.mode, "error");
   setenv("DOPPIO_FAIL_MODE", "explode", 1);
-  EXPECT_THROW(FaultInjection::FromEnvironment(), Error);
+  EXPECT_THROW(FaultInjectionFromEnvironment(), Error);
   setenv("DOPPIO_FAIL_MODE", "hang", 1);
-  EXPECT_EQ(FaultInjection::FromEnvironment().mode, "hang");
+  EXPECT_EQ(FaultInjectionFromEnvironment().mode, "hang");
   setenv("DOPPIO_FAIL_RANK", "one", 1);
-  EXPECT_THROW(FaultInjection::FromEnvironment(), Error);
+  EXPECT_THROW(FaultInjectionFromEnvironment(), Error);
   setenv("DOPPIO_FAIL_RANK", "1", 1);
   unsetenv("DOPPIO_FAIL_ITER");
-  EXPECT_THROW(FaultInjection::FromEnvironment(), Error);
+  EXPECT_THROW(FaultInjectionFromEnvironment(), Error);
 }
 
 SolverParameter LeastSquares(const std::string& extra = "") {
