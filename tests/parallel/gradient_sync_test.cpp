@@ -170,10 +170,6 @@ TEST(GradientSyncTest, IterSizeCommunicatesOnTheLastPassOnly) {
   }
 }
 
-// So small that every communicated parameter is a bucket of its own: ip2's weights and bias
-// (final after layer 2), then ip1's (after layer 1).
-constexpr double kOneParameterBuckets = 1.0 / (1 << 20);
-
 std::string ErrorOf(const std::function<void()>& statement) {
   try {
     statement();
@@ -183,72 +179,67 @@ std::string ErrorOf(const std::function<void()>& statement) {
   return "no Error";
 }
 
-TEST(GradientSyncTest, TheLaunchOrderIsPlannedFromWhereBackwardCompletesEachBucket) {
-  Net<float> net(ChainNet());
-  FakeTwoRanks comm;
-  GradientSync<float> sync(&net, &comm, SyncMode::kOverlap, kOneParameterBuckets, 1);
-  ASSERT_EQ(sync.buckets().size(), 4u);
-  EXPECT_EQ(sync.launch_order(), (std::vector<int>{0, 1, 2, 3}));
+// Buckets so small that every communicated parameter is one of its own: ip2's weights and
+// bias (final after layer 2), then ip1's (after layer 1).
+class LaunchOrderTest : public ::testing::Test {
+ protected:
+  LaunchOrderTest()
+      : net_(ChainNet()), sync_(&net_, &comm_, SyncMode::kOverlap, 1.0 / (1 << 20), 1) {}
+  void Backward(std::initializer_list<int> layers) {
+    for (int layer : layers) sync_.AfterBackward(layer);
+  }
+  void ExpectLaunchedInOrder() {
+    ASSERT_EQ(comm_.labels.size(), 4u);
+    for (int b = 0; b < 4; ++b) {
+      EXPECT_EQ(comm_.labels[b].rfind("allreduce bucket " + std::to_string(b) + " ", 0), 0u)
+          << comm_.labels[b];
+    }
+  }
+
+  Net<float> net_;
+  FakeTwoRanks comm_;
+  GradientSync<float> sync_;
+};
+
+TEST_F(LaunchOrderTest, IsPlannedFromWhereBackwardCompletesEachBucket) {
+  ASSERT_EQ(sync_.buckets().size(), 4u);
+  EXPECT_EQ(sync_.launch_order(), (std::vector<int>{0, 1, 2, 3}));
   // The plan follows backward, not the arena: the same buckets listed the other way round
   // are launched ip2's first all the same.
-  const std::vector<GradientBucket> reversed(sync.buckets().rbegin(), sync.buckets().rend());
-  EXPECT_EQ(GradientSync<float>::PlanLaunchOrder(net, reversed), (std::vector<int>{2, 3, 0, 1}));
+  const std::vector<GradientBucket> reversed(sync_.buckets().rbegin(), sync_.buckets().rend());
+  EXPECT_EQ(GradientSync<float>::PlanLaunchOrder(net_, reversed), (std::vector<int>{2, 3, 0, 1}));
 }
 
-TEST(GradientSyncTest, ABucketCompleteAheadOfItsTurnIsHeldBack) {
-  Net<float> net(ChainNet());
-  FakeTwoRanks comm;
-  GradientSync<float> sync(&net, &comm, SyncMode::kOverlap, kOneParameterBuckets, 1);
-  auto expect_in_order = [&] {
-    ASSERT_EQ(comm.labels.size(), 4u);
-    for (int b = 0; b < 4; ++b) {
-      EXPECT_EQ(comm.labels[b].rfind("allreduce bucket " + std::to_string(b) + " ", 0), 0u)
-          << comm.labels[b];
-    }
-  };
-  sync.BeginIteration();
+TEST_F(LaunchOrderTest, ABucketCompleteAheadOfItsTurnIsHeldBack) {
+  sync_.BeginIteration();
   // ip1 (layer 1) reports before ip2 (layer 2): its buckets, planned after ip2's, wait.
-  for (int layer : {4, 3, 1}) sync.AfterBackward(layer);
-  EXPECT_TRUE(comm.labels.empty());
-  sync.AfterBackward(2);
-  expect_in_order();
-  sync.AfterBackward(0);
-  sync.FinishGradients();
+  Backward({4, 3, 1});
+  EXPECT_TRUE(comm_.labels.empty());
+  Backward({2});
+  ExpectLaunchedInOrder();
+  Backward({0});
+  sync_.FinishGradients();
   // The next iteration starts afresh.
-  comm.labels.clear();
-  sync.BeginIteration();
-  for (int layer : {4, 3, 2, 1, 0}) sync.AfterBackward(layer);
-  expect_in_order();
-  sync.FinishGradients();
+  comm_.labels.clear();
+  sync_.BeginIteration();
+  Backward({4, 3, 2, 1, 0});
+  ExpectLaunchedInOrder();
+  sync_.FinishGradients();
 }
 
-TEST(GradientSyncTest, AGradientReportedTwiceIsAnError) {
-  Net<float> net(ChainNet());
-  FakeTwoRanks comm;
-  GradientSync<float> sync(&net, &comm, SyncMode::kOverlap, kOneParameterBuckets, 1);
-  sync.BeginIteration();
-  for (int layer : {4, 3, 2}) sync.AfterBackward(layer);
-  EXPECT_EQ(comm.labels.size(), 2u);
-  const std::string error = ErrorOf([&] { sync.AfterBackward(2); });
-  EXPECT_CONTAINS(error,
+TEST_F(LaunchOrderTest, ABucketCompletedTwiceOrNeverIsAnError) {
+  sync_.BeginIteration();
+  Backward({4, 3, 2});
+  EXPECT_EQ(comm_.labels.size(), 2u);
+  EXPECT_CONTAINS(ErrorOf([&] { Backward({2}); }),
                   "gradient bucket 0: the backward of layer 'ip2' finished a gradient of "
                   "it after all of them were final");
-  EXPECT_EQ(comm.labels.size(), 2u);
-}
-
-TEST(GradientSyncTest, ABucketBackwardNeverCompletedIsAnError) {
-  Net<float> net(ChainNet());
-  FakeTwoRanks comm;
-  GradientSync<float> sync(&net, &comm, SyncMode::kOverlap, kOneParameterBuckets, 1);
-  sync.BeginIteration();
   // ip1's backward is never reported.
-  for (int layer : {4, 3, 2}) sync.AfterBackward(layer);
-  const std::string error = ErrorOf([&] { sync.FinishGradients(); });
-  EXPECT_CONTAINS(error,
+  EXPECT_CONTAINS(ErrorOf([&] { sync_.FinishGradients(); }),
                   "gradient bucket 2 was not launched by the end of backward (1 of its 1 "
                   "gradients not final, 2 bucket(s) left)");
-  // Nothing was issued out of order to make up for it.
-  EXPECT_EQ(comm.labels.size(), 2u);
+  // Nothing was issued out of order to make up for either.
+  EXPECT_EQ(comm_.labels.size(), 2u);
 }
 
 TEST(GradientSyncTest, BlockingAndReduceBroadcastModes) {

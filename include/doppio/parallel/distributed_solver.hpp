@@ -52,6 +52,7 @@ struct ParallelOptions {
 template <typename Dtype>
 class DistributedSolver {
  public:
+  // `fault`: a deliberate failure, for tests of the job's failure handling; none by default.
   DistributedSolver(const SolverParameter& param, std::shared_ptr<Communicator> comm,
                     const ParallelOptions& options, FaultInjection fault = FaultInjection());
   ~DistributedSolver();
