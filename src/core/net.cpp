@@ -409,7 +409,10 @@ void Net<Dtype>::DecideBackward(const NetParameter& param) {
 template <typename Dtype>
 void Net<Dtype>::BuildArena() {
   // Backward finishes layers from last to first, so a parameter whose last user is a later
-  // layer is final earlier and goes first; within a layer, blob order.
+  // layer is final earlier and goes first; within a layer, blob order. Gradients that become
+  // final together then lie together, for whoever reads them as backward goes (the order of
+  // communication is planned by its reader, not assumed from this). Snapshots keep the
+  // solver's history in this order: changing it breaks resuming from older snapshots.
   std::vector<int> order(learnable_params_.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [this](int a, int b) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <numeric>
 #include <sstream>
 
 #include "doppio/core/device_math.hpp"
@@ -116,6 +117,27 @@ std::vector<GradientBucket> GradientSync<Dtype>::PlanBuckets(const Net<Dtype>& n
 }
 
 template <typename Dtype>
+std::vector<int> GradientSync<Dtype>::PlanLaunchOrder(const Net<Dtype>& net,
+                                                      const std::vector<GradientBucket>& buckets) {
+  const auto& last_layer = net.learnable_param_last_layer();
+  const auto& lr = net.params_lr();
+  std::vector<int> completed_by(buckets.size(), -1);
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    int layer = static_cast<int>(net.layers().size());
+    for (int i = buckets[b].first_param; i < buckets[b].end_param; ++i) {
+      if (lr[i] == 0.f || net.learnable_params()[i]->count() == 0) continue;
+      layer = std::min(layer, last_layer[i]);
+    }
+    completed_by[b] = layer;
+  }
+  std::vector<int> order(buckets.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return completed_by[a] > completed_by[b]; });
+  return order;
+}
+
+template <typename Dtype>
 GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode mode,
                                   double bucket_mb, int iter_size, Timeline* timeline)
     : net_(net),
@@ -141,6 +163,7 @@ GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode 
       layer_buckets_[last_layer[i]].push_back(b);
     }
   }
+  launch_order_ = PlanLaunchOrder(*net, buckets_);
   pending_.assign(buckets_.size(), 0);
   handles_.assign(buckets_.size(), nullptr);
 }
@@ -224,7 +247,17 @@ MemoryKind GradientSync<Dtype>::ArenaMemory() const {
 }
 
 template <typename Dtype>
+void GradientSync<Dtype>::LaunchReady() {
+  while (launched_ < static_cast<int>(launch_order_.size()) &&
+         pending_[launch_order_[launched_]] == 0) {
+    Launch(launch_order_[launched_]);
+  }
+}
+
+template <typename Dtype>
 void GradientSync<Dtype>::Launch(int bucket) {
+  DOPPIO_ENSURE(!handles_[bucket])
+      << "gradient bucket " << bucket << " was launched twice in one iteration";
   const GradientBucket& slice = buckets_[bucket];
   // On a GPU the communicator orders the collective after the backward kernels queued so
   // far, which write this slice; those queued later go on meanwhile.
@@ -244,8 +277,14 @@ template <typename Dtype>
 void GradientSync<Dtype>::AfterBackward(int layer_id) {
   if (sub_iteration_ == iter_size_ - 1 && comm_->size() > 1 && mode_ != SyncMode::kBlocking) {
     for (int bucket : layer_buckets_[layer_id]) {
-      if (--pending_[bucket] == 0) Launch(bucket);
+      DOPPIO_ENSURE(pending_[bucket] > 0)
+          << "gradient bucket " << bucket << ": the backward of layer '"
+          << net_->layer_names()[layer_id]
+          << "' finished a gradient of it after all of them were final (a layer's backward "
+             "reported twice in one pass?)";
+      --pending_[bucket];
     }
+    LaunchReady();
     // Between layers: let the communication thread move what is in flight along.
     if (launched_ > 0) comm_->Poke();
   }
@@ -279,9 +318,12 @@ void GradientSync<Dtype>::FinishGradients() {
                                        ReduceOp::kSum, ArenaMemory(), label.str()));
     stats_.bytes += (end - begin) * sizeof(Dtype);
   } else {
-    // Normally every bucket is in flight by now; launch (in order) any that is not.
-    for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
-      if (!handles_[b]) Launch(b);
+    if (launched_ < static_cast<int>(launch_order_.size())) {
+      const int missed = launch_order_[launched_];
+      DOPPIO_FAIL() << "gradient bucket " << missed << " was not launched by the end of backward ("
+                    << pending_[missed] << " of its " << buckets_[missed].num_synced
+                    << " gradients not final, " << launch_order_.size() - launched_
+                    << " bucket(s) left): backward did not complete it in the planned order";
     }
     waited = handles_;
   }

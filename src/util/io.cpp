@@ -18,6 +18,8 @@
 #include <set>
 #include <sstream>
 
+#include "doppio/util/fault_points.hpp"
+
 namespace doppio {
 
 namespace {
@@ -139,11 +141,8 @@ void WriteFileAtomically(const std::string& contents, const std::string& path) {
   // mkstemp makes the file private (0600); the file it becomes is created as any other
   // would be, so that snapshots on a shared file system stay readable by the group.
   ::fchmod(fd, 0666 & ~CreationMask());
-  // DOPPIO_FAULT_WRITE=SUBSTRING makes writes to matching files fail half-way with ENOSPC,
-  // so tests can show that a failed snapshot leaves the previous one intact.
-  const char* fault = std::getenv("DOPPIO_FAULT_WRITE");
-  const bool inject = fault != nullptr && *fault != '\0' &&
-                      target.filename().string().find(fault) != std::string::npos;
+  const FaultPoints* faults = InstalledFaultPoints();
+  const bool inject = faults != nullptr && faults->FailWrite(path);
   const std::size_t limit = inject ? contents.size() / 2 : contents.size();
   std::size_t written = 0;
   bool ok = true;

@@ -10,6 +10,7 @@
 
 #include "doppio/util/io.hpp"
 #include "test_util.hpp"
+#include "write_fault.hpp"
 
 namespace doppio {
 namespace {
@@ -457,9 +458,10 @@ TEST(NetIo, AtomicWriteFailureKeepsOldFile) {
   TempDir dir;
   const std::string path = dir.path() + "/keep.bin";
   WriteFileAtomically("old contents", path);
-  setenv("DOPPIO_FAULT_WRITE", "keep", 1);
-  EXPECT_THROW(WriteFileAtomically("new contents that will not land", path), Error);
-  unsetenv("DOPPIO_FAULT_WRITE");
+  {
+    ScopedWriteFault write_fault("keep");
+    EXPECT_THROW(WriteFileAtomically("new contents that will not land", path), Error);
+  }
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "old contents");

@@ -30,6 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string Doppio() { return DOPPIO_BINARY_DIR "/tools/doppio"; }
+// The tool's test build, which reads DOPPIO_FAIL_RANK/ITER/MODE (tools/faults/).
+std::string DoppioFaults() { return DOPPIO_BINARY_DIR "/tools/doppio_faults"; }
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -154,9 +156,10 @@ class ParallelCliTest : public ::testing::Test {
   }
 
   static JobResult Train(int ranks, const std::vector<std::string>& flags,
-                         const std::vector<std::string>& mpi_options = {}, double timeout = 120) {
+                         const std::vector<std::string>& mpi_options = {}, double timeout = 120,
+                         const std::string& binary = Doppio()) {
     std::vector<std::string> command = Mpiexec(ranks, mpi_options);
-    command.push_back(Doppio());
+    command.push_back(binary);
     command.push_back("train");
     command.insert(command.end(), flags.begin(), flags.end());
     return RunJob(command, Path("log.txt"), timeout);
@@ -212,7 +215,7 @@ TEST_F(ParallelCliTest, AFailingRankEndsTheJobPromptlyNamingIt) {
     const auto result = Train(
         2, {"--solver=" + solver},
         {"-x", "DOPPIO_FAIL_RANK=1", "-x", "DOPPIO_FAIL_ITER=3", "-x", "DOPPIO_FAIL_MODE=" + mode},
-        60);
+        60, DoppioFaults());
     EXPECT_NE(result.exit_code, 0) << result.output;
     EXPECT_LT(result.seconds, 20) << result.output;
     // The rank's own message, with the rank in its log prefix.
@@ -230,7 +233,8 @@ TEST_F(ParallelCliTest, AFailingRankEndsTheJobPromptlyNamingIt) {
 TEST_F(ParallelCliTest, TheWatchdogNamesTheRankThatDidNotArrive) {
   const auto result = Train(
       2, {"--solver=" + Solver("hang", 3, "max_iter: 100000 display: 0", 8), "--comm_timeout=2"},
-      {"-x", "DOPPIO_FAIL_RANK=1", "-x", "DOPPIO_FAIL_ITER=2", "-x", "DOPPIO_FAIL_MODE=hang"}, 60);
+      {"-x", "DOPPIO_FAIL_RANK=1", "-x", "DOPPIO_FAIL_ITER=2", "-x", "DOPPIO_FAIL_MODE=hang"}, 60,
+      DoppioFaults());
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_LT(result.seconds, 25) << result.output;
   EXPECT_CONTAINS(result.output,

@@ -1,17 +1,19 @@
 // The parallel pieces that need no MPI job: bucket planning and launching (against a fake
 // communicator that records what it is asked), the one-rank communicator, the timeline's
-// trace, the fault-injection variables, and DistributedSolver on one rank.
+// trace, the fault-injection variables of the test build, and DistributedSolver on one rank.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include "doppio/parallel/distributed_solver.hpp"
 #include "doppio/parallel/gradient_sync.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/hash.hpp"
+#include "test_faults.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -168,6 +170,78 @@ TEST(GradientSyncTest, IterSizeCommunicatesOnTheLastPassOnly) {
   }
 }
 
+std::string ErrorOf(const std::function<void()>& statement) {
+  try {
+    statement();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no Error";
+}
+
+// Buckets so small that every communicated parameter is one of its own: ip2's weights and
+// bias (final after layer 2), then ip1's (after layer 1).
+class LaunchOrderTest : public ::testing::Test {
+ protected:
+  LaunchOrderTest()
+      : net_(ChainNet()), sync_(&net_, &comm_, SyncMode::kOverlap, 1.0 / (1 << 20), 1) {}
+  void Backward(std::initializer_list<int> layers) {
+    for (int layer : layers) sync_.AfterBackward(layer);
+  }
+  void ExpectLaunchedInOrder() {
+    ASSERT_EQ(comm_.labels.size(), 4u);
+    for (int b = 0; b < 4; ++b) {
+      EXPECT_EQ(comm_.labels[b].rfind("allreduce bucket " + std::to_string(b) + " ", 0), 0u)
+          << comm_.labels[b];
+    }
+  }
+
+  Net<float> net_;
+  FakeTwoRanks comm_;
+  GradientSync<float> sync_;
+};
+
+TEST_F(LaunchOrderTest, IsPlannedFromWhereBackwardCompletesEachBucket) {
+  ASSERT_EQ(sync_.buckets().size(), 4u);
+  EXPECT_EQ(sync_.launch_order(), (std::vector<int>{0, 1, 2, 3}));
+  // The plan follows backward, not the arena: the same buckets listed the other way round
+  // are launched ip2's first all the same.
+  const std::vector<GradientBucket> reversed(sync_.buckets().rbegin(), sync_.buckets().rend());
+  EXPECT_EQ(GradientSync<float>::PlanLaunchOrder(net_, reversed), (std::vector<int>{2, 3, 0, 1}));
+}
+
+TEST_F(LaunchOrderTest, ABucketCompleteAheadOfItsTurnIsHeldBack) {
+  sync_.BeginIteration();
+  // ip1 (layer 1) reports before ip2 (layer 2): its buckets, planned after ip2's, wait.
+  Backward({4, 3, 1});
+  EXPECT_TRUE(comm_.labels.empty());
+  Backward({2});
+  ExpectLaunchedInOrder();
+  Backward({0});
+  sync_.FinishGradients();
+  // The next iteration starts afresh.
+  comm_.labels.clear();
+  sync_.BeginIteration();
+  Backward({4, 3, 2, 1, 0});
+  ExpectLaunchedInOrder();
+  sync_.FinishGradients();
+}
+
+TEST_F(LaunchOrderTest, ABucketCompletedTwiceOrNeverIsAnError) {
+  sync_.BeginIteration();
+  Backward({4, 3, 2});
+  EXPECT_EQ(comm_.labels.size(), 2u);
+  EXPECT_CONTAINS(ErrorOf([&] { Backward({2}); }),
+                  "gradient bucket 0: the backward of layer 'ip2' finished a gradient of "
+                  "it after all of them were final");
+  // ip1's backward is never reported.
+  EXPECT_CONTAINS(ErrorOf([&] { sync_.FinishGradients(); }),
+                  "gradient bucket 2 was not launched by the end of backward (1 of its 1 "
+                  "gradients not final, 2 bucket(s) left)");
+  // Nothing was issued out of order to make up for either.
+  EXPECT_EQ(comm_.labels.size(), 2u);
+}
+
 TEST(GradientSyncTest, BlockingAndReduceBroadcastModes) {
   Net<float> net(ChainNet());
   FillInputs(&net);
@@ -314,23 +388,23 @@ class FaultInjectionTest : public ::testing::Test {
 };
 
 TEST_F(FaultInjectionTest, ReadsAndChecksTheVariables) {
-  EXPECT_FALSE(FaultInjection::FromEnvironment().active());
+  EXPECT_FALSE(FaultInjectionFromEnvironment().active());
   setenv("DOPPIO_FAIL_RANK", "1", 1);
   setenv("DOPPIO_FAIL_ITER", "7", 1);
-  FaultInjection fault = FaultInjection::FromEnvironment();
+  FaultInjection fault = FaultInjectionFromEnvironment();
   EXPECT_TRUE(fault.active());
   EXPECT_EQ(fault.rank, 1);
   EXPECT_EQ(fault.iter, 7);
   EXPECT_EQ(fault.mode, "error");
   setenv("DOPPIO_FAIL_MODE", "explode", 1);
-  EXPECT_THROW(FaultInjection::FromEnvironment(), Error);
+  EXPECT_THROW(FaultInjectionFromEnvironment(), Error);
   setenv("DOPPIO_FAIL_MODE", "hang", 1);
-  EXPECT_EQ(FaultInjection::FromEnvironment().mode, "hang");
+  EXPECT_EQ(FaultInjectionFromEnvironment().mode, "hang");
   setenv("DOPPIO_FAIL_RANK", "one", 1);
-  EXPECT_THROW(FaultInjection::FromEnvironment(), Error);
+  EXPECT_THROW(FaultInjectionFromEnvironment(), Error);
   setenv("DOPPIO_FAIL_RANK", "1", 1);
   unsetenv("DOPPIO_FAIL_ITER");
-  EXPECT_THROW(FaultInjection::FromEnvironment(), Error);
+  EXPECT_THROW(FaultInjectionFromEnvironment(), Error);
 }
 
 SolverParameter LeastSquares(const std::string& extra = "") {

@@ -8,6 +8,7 @@
 
 #include "doppio/util/io.hpp"
 #include "solver_test_util.hpp"
+#include "write_fault.hpp"
 
 namespace doppio {
 namespace {
@@ -197,9 +198,10 @@ TYPED_TEST(SnapshotTest, FailedWriteLeavesThePreviousSnapshotIntact) {
   for (auto* blob : solver->net()->learnable_params()) blob->scale_data(Dtype(2));
   for (const char* fault : {"caffemodel", "solverstate"}) {
     SCOPED_TRACE(fault);
-    setenv("DOPPIO_FAULT_WRITE", fault, 1);
-    EXPECT_ERROR_WITH(solver->Snapshot(), fault, "write failed");
-    unsetenv("DOPPIO_FAULT_WRITE");
+    {
+      ScopedWriteFault write_fault(fault);
+      EXPECT_ERROR_WITH(solver->Snapshot(), fault, "write failed");
+    }
     EXPECT_EQ(ReadFile(state), state_bytes);
     if (std::string(fault) == "caffemodel") EXPECT_EQ(ReadFile(model), model_bytes);
   }
@@ -209,9 +211,10 @@ TYPED_TEST(SnapshotTest, FailedWriteLeavesThePreviousSnapshotIntact) {
   }
   // A failure during training stops it with the error; the snapshot before it survives.
   auto trainer = MakeSolver<Dtype>(this->Param("SGD", "snapshot: 2"));
-  setenv("DOPPIO_FAULT_WRITE", "_iter_4.", 1);
-  EXPECT_ERROR_WITH(trainer->Step(6), "lsq_iter_4", "write failed");
-  unsetenv("DOPPIO_FAULT_WRITE");
+  {
+    ScopedWriteFault write_fault("_iter_4.");
+    EXPECT_ERROR_WITH(trainer->Step(6), "lsq_iter_4", "write failed");
+  }
   EXPECT_EQ(trainer->iter(), 4);
   EXPECT_FALSE(fs::exists(this->Prefix() + "_iter_4.caffemodel"));
   auto restored = MakeSolver<Dtype>(this->Param("SGD"));

@@ -20,6 +20,9 @@ namespace doppio {
 namespace cli_test {
 
 inline std::string DoppioBinary() { return DOPPIO_BINARY_DIR "/tools/doppio"; }
+// The tool's test build: DOPPIO_FAIL_RANK/ITER/MODE and DOPPIO_FAULT_WRITE make it fail on
+// purpose (tools/faults/); the shipped doppio ignores them.
+inline std::string DoppioFaultsBinary() { return DOPPIO_BINARY_DIR "/tools/doppio_faults"; }
 
 inline std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -35,7 +38,8 @@ inline void WriteText(const std::string& path, const std::string& text) {
 class Child {
  public:
   Child(const std::vector<std::string>& args, const std::string& log,
-        const std::map<std::string, std::string>& env = {})
+        const std::map<std::string, std::string>& env = {},
+        const std::string& binary = DoppioBinary())
       : log_(log) {
     // Truncate before forking, so a reader never sees an earlier run's log as this one's.
     WriteText(log, "");
@@ -48,7 +52,7 @@ class Child {
       // Keep glog's output on stderr only (no log files in /tmp).
       setenv("GLOG_logtostderr", "1", 1);
       for (const auto& entry : env) setenv(entry.first.c_str(), entry.second.c_str(), 1);
-      std::vector<std::string> all = {DoppioBinary()};
+      std::vector<std::string> all = {binary};
       all.insert(all.end(), args.begin(), args.end());
       std::vector<char*> argv;
       for (auto& arg : all) argv.push_back(arg.data());
@@ -112,8 +116,9 @@ struct Result {
 };
 
 inline Result RunDoppio(const std::vector<std::string>& args, const std::string& log,
-                        const std::map<std::string, std::string>& env = {}) {
-  Child child(args, log, env);
+                        const std::map<std::string, std::string>& env = {},
+                        const std::string& binary = DoppioBinary()) {
+  Child child(args, log, env, binary);
   const int code = child.Wait();
   return {code, child.Log()};
 }

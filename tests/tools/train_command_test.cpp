@@ -55,10 +55,11 @@ class TrainCommandTest : public ::testing::Test {
     return Path(name);
   }
   Result Train(const std::vector<std::string>& flags,
-               const std::map<std::string, std::string>& env = {}) {
+               const std::map<std::string, std::string>& env = {},
+               const std::string& binary = DoppioBinary()) {
     std::vector<std::string> args = {"train"};
     args.insert(args.end(), flags.begin(), flags.end());
-    return RunDoppio(args, Path("log.txt"), env);
+    return RunDoppio(args, Path("log.txt"), env, binary);
   }
   bool Exists(const std::string& name) const { return fs::exists(Path(name)); }
   std::vector<std::string> SnapshotFiles() const {
@@ -281,7 +282,14 @@ TEST_F(TrainCommandTest, BadInputsFailWithAClearMessage) {
 
 TEST_F(TrainCommandTest, DiskFailureKeepsThePreviousSnapshot) {
   const std::string solver = Solver("snapshot: 10");
-  const auto result = Train({"--solver=" + solver}, {{"DOPPIO_FAULT_WRITE", "cli_iter_20."}});
+  // The shipped tool reads no fault variable.
+  const auto shipped = Train({"--solver=" + solver}, {{"DOPPIO_FAULT_WRITE", "cli_iter_20."}});
+  EXPECT_EQ(shipped.exit_code, 0) << shipped.output;
+  EXPECT_TRUE(Exists("snap/cli_iter_20.caffemodel"));
+  fs::remove_all(Path("snap"));
+  fs::create_directories(Path("snap"));
+  const auto result =
+      Train({"--solver=" + solver}, {{"DOPPIO_FAULT_WRITE", "cli_iter_20."}}, DoppioFaultsBinary());
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_CONTAINS(result.output, "cli_iter_20.caffemodel");
   EXPECT_CONTAINS(result.output, "write failed");

@@ -8,6 +8,7 @@
 
 #include "command.hpp"
 #include "doppio/core/common.hpp"
+#include "tool_faults.hpp"
 
 namespace doppio {
 
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (int i = 2; i < argc; ++i) doppio::CommandArguments().push_back(argv[i]);
+  doppio::InstallToolFaults();
   try {
     return doppio::CommandTable()[argv[1]].run();
   } catch (const doppio::Error& error) {

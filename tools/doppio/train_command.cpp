@@ -20,6 +20,7 @@
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "signal_handler.hpp"
+#include "tool_faults.hpp"
 
 DEFINE_string(solver, "", "The solver definition (solver prototxt). Required.");
 DEFINE_string(snapshot, "",
@@ -153,7 +154,7 @@ void TrainOnRanks(std::shared_ptr<Communicator> comm) {
   if (options.gpu && size > 1) comm = MakeGpuCommunicator(comm, options.gpu);
 
   SignalHandler signal_handler(sigint_effect, sighup_effect);
-  DistributedSolver<float> trainer(solver_param, comm, options);
+  DistributedSolver<float> trainer(solver_param, comm, options, ToolFaultInjection());
   trainer.SetActionFunction(signal_handler.GetActionFunction());
   trainer.solver()->set_allow_nonfinite_loss(FLAGS_allow_nonfinite_loss);
   if (!FLAGS_snapshot.empty()) LOG(INFO) << "Resuming from " << FLAGS_snapshot;

@@ -78,8 +78,12 @@ class Net {
 
   // Every parameter blob of every layer (shared ones repeated).
   const std::vector<std::shared_ptr<Blob<Dtype>>>& params() const { return params_; }
-  // The owners only: what the solver updates. In arena order (backward-finish order).
+  // The owners only: what the solver updates. In arena order: by the layer whose backward
+  // makes each gradient final, latest layer first (the order backward finishes them), then
+  // in net order. It is also the order of the solver's history in snapshots.
   const std::vector<Blob<Dtype>*>& learnable_params() const { return learnable_params_; }
+  // The parameter order: for each learnable param (arena order), its index in params().
+  const std::vector<int>& learnable_param_ids() const { return learnable_param_ids_; }
   const std::vector<float>& params_lr() const { return params_lr_; }
   const std::vector<float>& params_weight_decay() const { return params_weight_decay_; }
   // For each learnable param: the layer whose backward makes its gradient final.

@@ -4,26 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "doppio/parallel/agreement.hpp"
 #include "doppio/parallel/communicator.hpp"
 #include "doppio/parallel/device_timer.hpp"
+#include "doppio/parallel/fault_injection.hpp"
 #include "doppio/parallel/gradient_sync.hpp"
+#include "doppio/parallel/rank_config.hpp"
+#include "doppio/parallel/rank_reporting.hpp"
 #include "doppio/parallel/timeline.hpp"
 #include "doppio/solvers/solver.hpp"
 
 namespace doppio {
-
-// An Error that every rank of the job raised at the same point (a refused start-up, an
-// unreadable snapshot): the job can end normally, no rank being left in a collective.
-class AgreedError : public Error {
- public:
-  explicit AgreedError(const std::string& what) : Error(what) {}
-};
-
-// Collective: when `ok` is false on some rank, every rank throws AgreedError with the
-// first failed rank's `message` ("rank 2 could not <what>: <message>"). With one rank the
-// message is thrown as it is.
-void AgreeOnFailure(Communicator& comm, bool ok, const std::string& message,
-                    const std::string& what);
 
 struct ParallelOptions {
   SyncMode sync = SyncMode::kOverlap;
@@ -39,40 +30,19 @@ struct ParallelOptions {
   std::shared_ptr<GpuContext> gpu;
 };
 
-// A deliberate failure for testing the job's failure handling, from the environment:
-// DOPPIO_FAIL_RANK=r DOPPIO_FAIL_ITER=k [DOPPIO_FAIL_MODE=error|crash|exit|hang] makes
-// rank r fail at the start of iteration k: throw an Error (the default), die of SIGSEGV,
-// exit(3) without finalising MPI, or hang forever (for --comm_timeout).
-struct FaultInjection {
-  int rank = -1;
-  int iter = -1;
-  std::string mode = "error";
-  bool active() const { return rank >= 0; }
-  // Throws Error naming the variable for a malformed value.
-  static FaultInjection FromEnvironment();
-};
-
-// Where the time of the iterations so far went on this rank (seconds, summed).
-struct ParallelTotals {
-  int iterations = 0;
-  double iteration = 0;  // wall time of whole iterations (from one's start to the next's)
-  double compute = 0;    // forward and backward
-  double wait = 0;       // blocked on communication (exposed)
-  double comm = 0;       // communication in progress
-  double hidden = 0;     // communication overlapping backward
-};
-
 // Data-parallel training on the ranks of a Communicator (docs/design.md, "Data-parallel training").
-// Every rank builds the same solver from the same SolverParameter; this class then
-//  - rewrites the parameter per rank: the net files are read in, every Data and ImageData
-//    layer reads shard `rank` of `size` (so batch_size is per rank), test_iter is divided
-//    among the ranks, and only rank 0 loads --weights and writes snapshots;
-//  - checks that every rank has the same net, solver and bucket layout (the error names
-//    the rank that differs), then broadcasts rank 0's weights and verifies a checksum;
-//  - aggregates the gradients with a GradientSync hooked into backward, sums the test
-//    scores over the ranks, makes the ranks agree on stop and snapshot requests, logs the
-//    ranks' compute and communication times every display interval, and records the
-//    timeline.
+// Every rank builds the same solver from the same SolverParameter; this class orchestrates:
+//  - the parameter is rewritten per rank (ConfigureRank, rank_config.hpp): the net files
+//    are read in, every Data and ImageData layer reads shard `rank` of `size` (so
+//    batch_size is per rank), test_iter is divided among the ranks, and only rank 0 loads
+//    --weights and writes snapshots;
+//  - the ranks check that they have the same net, solver and bucket layout (the error
+//    names the rank that differs), then rank 0's weights are broadcast and a checksum
+//    verified (agreement.hpp);
+//  - a GradientSync hooked into backward aggregates the gradients; the test scores are
+//    summed over the ranks, the ranks' compute and communication times logged every
+//    display interval (rank_reporting.hpp), the ranks agree on stop and snapshot requests,
+//    and the timeline is recorded.
 // On a GPU, forward and backward are timed by events on the compute stream (DeviceTimer),
 // resolved once per iteration after the wait for the gradients: the compute times, the
 // layers' spans in the timeline and the part of communication hidden behind backward are
@@ -82,9 +52,9 @@ struct ParallelTotals {
 template <typename Dtype>
 class DistributedSolver {
  public:
+  // `fault`: a deliberate failure, for tests of the job's failure handling; none by default.
   DistributedSolver(const SolverParameter& param, std::shared_ptr<Communicator> comm,
-                    const ParallelOptions& options,
-                    FaultInjection fault = FaultInjection::FromEnvironment());
+                    const ParallelOptions& options, FaultInjection fault = FaultInjection());
   ~DistributedSolver();
   DistributedSolver(const DistributedSolver&) = delete;
   DistributedSolver& operator=(const DistributedSolver&) = delete;
@@ -101,7 +71,7 @@ class DistributedSolver {
   Solver<Dtype>* solver() { return solver_.get(); }
   Communicator& comm() { return *comm_; }
   GradientSync<Dtype>& sync() { return *sync_; }
-  const SolverParameter& rank_param() const { return rank_param_; }
+  const SolverParameter& rank_param() const { return config_.param; }
   const ParallelTotals& totals() const { return totals_; }
   // Per-rank batch (first data layer's first top), as logged.
   int batch_per_rank() const { return batch_; }
@@ -112,21 +82,12 @@ class DistributedSolver {
 
  private:
   void PrepareParameters(const SolverParameter& param);
-  void CheckAgreement();
   void InstallHooks();
-  SolverAction AgreedAction();
-  void ReduceTestScores(int test_net_id, std::vector<double>* means);
-  void LogRankTimes();
-  void MaybeInjectFault();
 
   std::shared_ptr<Communicator> comm_;
   ParallelOptions options_;
   FaultInjection fault_;
-  SolverParameter rank_param_;
-  std::uint64_t net_hash_ = 0;
-  std::uint64_t solver_hash_ = 0;
-  std::vector<std::string> sharded_layers_;
-  std::vector<int> test_iter_total_;
+  RankConfig config_;
   std::unique_ptr<Solver<Dtype>> solver_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<GradientSync<Dtype>> sync_;
@@ -143,8 +104,7 @@ class DistributedSolver {
   std::vector<DeviceSpan> device_spans_;
   int last_mark_ = 0;
   ActionFunction local_action_;
-  SolverAction deferred_action_ = SolverAction::NONE;
-  bool in_iteration_ = false;
+  ActionAgreement action_agreement_;
   int batch_ = 0;
   // Timing.
   double iteration_start_ = 0;

@@ -40,13 +40,22 @@ struct SyncStats {
 
 // Aggregates the training net's gradients across ranks, layer by layer.
 //
-// The arena holds the gradients in the order backward finishes them, so the buckets, filled
-// in that order (one small first bucket so that communication starts early, then
-// bucket_mb each), become complete one after the other as backward runs. Net's
-// after-backward callback counts down each bucket's parameters; the last sub-iteration of
-// an iter_size accumulation launches each bucket as soon as it is complete. FinishGradients
-// waits for all of them and divides by the number of ranks. Parameters with lr_mult 0 are
-// not communicated (large ones split the buckets).
+// The buckets are contiguous slices of the gradient arena, filled in arena order (one small
+// first bucket so that communication starts early, then bucket_mb each). Net lays the
+// arena out in the order backward makes the gradients final, so the buckets normally
+// become complete one after the other as backward runs; the launch order does not rely on
+// it. PlanLaunchOrder orders the buckets by the layer whose backward completes each (the
+// last to complete goes last), and the collectives are issued in exactly that order: MPI
+// and NCCL match collectives by their order, so every rank must issue the same sequence,
+// and the plan, a function of the net alone, is the same on every rank. Net's
+// after-backward callback counts down each bucket's parameters; in the last sub-iteration
+// of an iter_size accumulation, a complete bucket is launched as soon as every bucket
+// planned before it has been: one complete ahead of its turn is held back, not issued out
+// of order. A bucket whose gradients are reported final twice, or that backward never
+// completed, is an Error naming it (the plan and backward disagree: issuing anyway could
+// mismatch the ranks' collectives). FinishGradients waits for all of them and divides by
+// the number of ranks. Parameters with lr_mult 0 are not communicated (large ones split the
+// buckets).
 //
 // In GPU mode the buckets are slices of the net's device arena (MemoryKind::kDevice). A
 // bucket is issued as soon as backward has queued the kernels that finish it; the
@@ -69,9 +78,15 @@ class GradientSync {
 
   static std::vector<GradientBucket> PlanBuckets(const Net<Dtype>& net, std::size_t bucket_bytes,
                                                  std::size_t first_bucket_bytes);
+  // The order in which `buckets` (of `net`) are launched: by the layer whose backward
+  // completes each, latest layer first (backward runs from the last layer to the first);
+  // ties in bucket order.
+  static std::vector<int> PlanLaunchOrder(const Net<Dtype>& net,
+                                          const std::vector<GradientBucket>& buckets);
 
   SyncMode mode() const { return mode_; }
   const std::vector<GradientBucket>& buckets() const { return buckets_; }
+  const std::vector<int>& launch_order() const { return launch_order_; }
   std::uint64_t LayoutHash() const;
   std::string Describe() const;
 
@@ -95,6 +110,8 @@ class GradientSync {
   Dtype* ArenaDiff();
   Dtype* ArenaData();
   MemoryKind ArenaMemory() const;
+  // Launches, in the planned order, the complete buckets whose predecessors are launched.
+  void LaunchReady();
   void Launch(int bucket);
   std::string BucketLabel(int bucket) const;
 
@@ -107,9 +124,11 @@ class GradientSync {
   std::vector<GradientBucket> buckets_;
   // For each layer, the bucket of each parameter whose gradient it finishes (repeated).
   std::vector<std::vector<int>> layer_buckets_;
+  std::vector<int> launch_order_;
   std::vector<int> pending_;
   std::vector<CommHandle> handles_;
   int sub_iteration_ = 0;
+  // Buckets launched this iteration: launch_order_[0, launched_).
   int launched_ = 0;
   double iteration_start_ = 0;
   double compute_end_ = 0;

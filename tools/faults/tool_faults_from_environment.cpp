@@ -1,0 +1,10 @@
+#include "../doppio/tool_faults.hpp"
+#include "test_faults.hpp"
+
+namespace doppio {
+
+void InstallToolFaults() { InstallWriteFaultFromEnvironment(); }
+
+FaultInjection ToolFaultInjection() { return FaultInjectionFromEnvironment(); }
+
+}  // namespace doppio
