@@ -69,12 +69,31 @@ void CommRequest::MarkStarted(double time) {
 }
 
 void CommRequest::MarkDone(double time) {
+  std::vector<std::function<void(const CommRequest&)>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     end_time_ = time;
     done_ = true;
+    callbacks.swap(done_callbacks_);
   }
   done_cv_.notify_all();
+  for (const auto& callback : callbacks) callback(*this);
+}
+
+void CommRequest::OnDone(std::function<void(const CommRequest&)> callback) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_) {
+      done_callbacks_.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback(*this);
+}
+
+void Communicator::CheckRoot(int root, const std::string& label) const {
+  DOPPIO_ENSURE(root >= 0 && root < size())
+      << label << ": root rank " << root << " does not exist (" << size() << " ranks)";
 }
 
 void Communicator::BroadcastBytes(std::string* bytes, int root, const std::string& label) {

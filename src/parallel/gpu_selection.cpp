@@ -11,6 +11,7 @@
 #include "doppio/core/common.hpp"
 #include "doppio/parallel/gpu_memory_ops.hpp"
 #include "doppio/parallel/nccl_communicator.hpp"
+#include "doppio/parallel/staging_communicator.hpp"
 #include "doppio/util/hash.hpp"
 
 namespace doppio {
@@ -155,10 +156,10 @@ std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> 
     return nccl;
   }
 #endif
-  base->set_device_memory_ops(MakeGpuMemoryOps(gpu), chunk_bytes);
+  auto staged = std::make_shared<StagingCommunicator>(base, MakeGpuMemoryOps(gpu), chunk_bytes);
   LOG(INFO) << "Gradient exchange between the GPUs: MPI, staged through pinned host memory in "
             << chunk_bytes / 1024.0 << " KB chunks (" << choice.reason << ")";
-  return base;
+  return staged;
 }
 
 }  // namespace doppio

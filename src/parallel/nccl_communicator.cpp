@@ -302,13 +302,6 @@ std::string NcclCommunicator::description() const {
   return text.str();
 }
 
-namespace {
-void CheckRoot(int root, int size, const std::string& label) {
-  DOPPIO_ENSURE(root >= 0 && root < size)
-      << label << ": root rank " << root << " does not exist (" << size << " ranks)";
-}
-}  // namespace
-
 CommHandle NcclCommunicator::IAllreduce(void* buffer, std::size_t count, CommType type, ReduceOp op,
                                         MemoryKind where, const std::string& label) {
   if (where == MemoryKind::kHost) return base_->IAllreduce(buffer, count, type, op, where, label);
@@ -323,7 +316,7 @@ CommHandle NcclCommunicator::IReduce(void* buffer, std::size_t count, CommType t
   if (where == MemoryKind::kHost) {
     return base_->IReduce(buffer, count, type, op, root, where, label);
   }
-  CheckRoot(root, size(), label);
+  CheckRoot(root, label);
   ncclComm_t comm = impl_->comm;
   // The result lands on root only; the others' buffers are only read.
   void* recv = rank() == root ? buffer : nullptr;
@@ -335,7 +328,7 @@ CommHandle NcclCommunicator::IReduce(void* buffer, std::size_t count, CommType t
 CommHandle NcclCommunicator::IBroadcast(void* buffer, std::size_t count, CommType type, int root,
                                         MemoryKind where, const std::string& label) {
   if (where == MemoryKind::kHost) return base_->IBroadcast(buffer, count, type, root, where, label);
-  CheckRoot(root, size(), label);
+  CheckRoot(root, label);
   ncclComm_t comm = impl_->comm;
   return impl_->Enqueue(label, count * CommTypeSize(type), [=](cudaStream_t stream) {
     return ncclBroadcast(buffer, buffer, count, ToNccl(type), root, comm, stream);

@@ -1,6 +1,6 @@
 // Collectives on device buffers as an MPI job (CUDA builds only; skipped without a device):
-// the staged MPI path with the GPU's own copies (ranks may share a GPU), and NCCL when every
-// rank of the node has a GPU of its own. Each writes its buffer with kernels on the compute
+// the StagingCommunicator over MPI with the GPU's own copies (ranks may share a GPU), and NCCL when
+// every rank of the node has a GPU of its own. Each writes its buffer with kernels on the compute
 // stream and issues the collective at once, without synchronising: the collective must
 // still see what the kernels wrote.
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include "doppio/device/gpu_util.hpp"
 #include "doppio/parallel/gpu_memory_ops.hpp"
 #include "doppio/parallel/nccl_communicator.hpp"
+#include "doppio/parallel/staging_communicator.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "mpi_test_util.hpp"
 
@@ -117,9 +118,8 @@ TEST(GpuCommunicatorTest, StagedThroughPinnedMemory) {
   // Ranks share the GPUs there are.
   auto gpu = RankGpu(comm->local_rank() % GpuDeviceCount());
   // Chunks of 1 MB: the 16 MB buffer takes several, two in flight.
-  comm->set_device_memory_ops(MakeGpuMemoryOps(gpu), std::size_t(1) << 20);
-  CheckDeviceCollectives(*comm, gpu);
-  comm->set_device_memory_ops(nullptr, std::size_t(4) << 20);
+  StagingCommunicator staged(comm, MakeGpuMemoryOps(gpu), std::size_t(1) << 20);
+  CheckDeviceCollectives(staged, gpu);
 }
 
 #ifdef DOPPIO_WITH_NCCL

@@ -1,5 +1,6 @@
 // The MPI communicator on 2, 3 ranks (and over TCP): every collective, blocking and not,
-// on host buffers and on "device" buffers staged in chunks through pinned memory.
+// on host buffers, and on "device" buffers staged in chunks through pinned memory by a
+// StagingCommunicator over it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,12 +11,15 @@
 #include <thread>
 
 #include "doppio/core/common.hpp"
+#include "fake_device.hpp"
 #include "mpi_test_util.hpp"
 
 namespace doppio {
 namespace {
 
 using mpi_test::World;
+using test::FakeDevice;
+using test::GatedDevice;
 
 TEST(MpiCommunicatorTest, RanksAndNode) {
   auto comm = World();
@@ -138,38 +142,15 @@ TEST(MpiCommunicatorTest, LargeAllreduceIsExact) {
   }
 }
 
-// "Device" memory that is host memory, counting the staged copies.
-class FakeDevice : public DeviceMemoryOps {
- public:
-  void* AllocatePinned(std::size_t bytes) override {
-    ++allocations;
-    return std::malloc(bytes);
-  }
-  void FreePinned(void* pointer) override {
-    ++frees;
-    std::free(pointer);
-  }
-  void CopyToHost(void* host, const void* device, std::size_t bytes) override {
-    ++to_host;
-    std::memcpy(host, device, bytes);
-  }
-  void CopyToDevice(void* device, const void* host, std::size_t bytes) override {
-    ++to_device;
-    std::memcpy(device, host, bytes);
-  }
-  int allocations = 0, frees = 0, to_host = 0, to_device = 0;
-};
-
 TEST(MpiCommunicatorTest, DeviceBuffersAreStagedInChunks) {
-  auto comm = World();
-  const int n = comm->size();
-  const int r = comm->rank();
-  EXPECT_THROW(comm->IAllreduce(nullptr, 4, CommType::kFloat, ReduceOp::kSum, MemoryKind::kDevice,
-                                "no device support"),
+  const int n = World()->size();
+  const int r = World()->rank();
+  EXPECT_THROW(World()->IAllreduce(nullptr, 4, CommType::kFloat, ReduceOp::kSum,
+                                   MemoryKind::kDevice, "no device support"),
                Error);
   auto device = std::make_shared<FakeDevice>();
   // 1000-byte chunks: 250 floats.
-  comm->set_device_memory_ops(device, 1000);
+  auto comm = std::make_unique<StagingCommunicator>(World(), device, 1000);
   std::vector<float> gradients(2600);
   for (std::size_t i = 0; i < gradients.size(); ++i) gradients[i] = float(i) + r;
   comm->Allreduce(gradients.data(), gradients.size(), CommType::kFloat, ReduceOp::kSum,
@@ -200,24 +181,14 @@ TEST(MpiCommunicatorTest, DeviceBuffersAreStagedInChunks) {
   first->Wait();
   EXPECT_EQ(a[999], float(n));
   EXPECT_EQ(b[0], 2.0f * n);
-  comm->set_device_memory_ops(nullptr, 1000);
+  comm.reset();
   EXPECT_EQ(device->frees, device->allocations);
 }
 
-// "Device" work that finishes when the test says so: a staged collective must not copy its
-// buffer before then (on a GPU: before the compute stream's kernels have written it).
-class GatedDevice : public FakeDevice {
- public:
-  std::shared_ptr<DeviceFence> Fence() override { return std::make_shared<DeviceFence>(); }
-  bool Reached(const DeviceFence&) override { return open.load(); }
-  std::atomic<bool> open{false};
-};
-
 TEST(MpiCommunicatorTest, StagedCopiesWaitForTheDeviceFence) {
-  auto comm = World();
-  const int n = comm->size();
+  const int n = World()->size();
   auto device = std::make_shared<GatedDevice>();
-  comm->set_device_memory_ops(device, 1000);
+  auto comm = std::make_unique<StagingCommunicator>(World(), device, 1000);
   std::vector<float> gradients(600, 1.0f);
   auto staged = comm->IAllreduce(gradients.data(), gradients.size(), CommType::kFloat,
                                  ReduceOp::kSum, MemoryKind::kDevice, "gated");
@@ -235,7 +206,6 @@ TEST(MpiCommunicatorTest, StagedCopiesWaitForTheDeviceFence) {
   host->Wait();
   for (float value : gradients) ASSERT_EQ(value, 2.0f * n);
   EXPECT_EQ(after, n);
-  comm->set_device_memory_ops(nullptr, 1000);
 }
 
 TEST(MpiCommunicatorTest, ConcurrentIssueFromTwoThreadsInAgreedOrder) {

@@ -78,7 +78,6 @@ class FakeTwoRanks : public Communicator {
   }
   void set_timeout(double) override {}
   double timeout() const override { return 0; }
-  void set_device_memory_ops(std::shared_ptr<DeviceMemoryOps>, std::size_t) override {}
   void Abort(int) override { std::abort(); }
 
   std::vector<std::string> labels;

@@ -43,7 +43,7 @@ constexpr CommType CommTypeOf<std::uint64_t>() {
 enum class ReduceOp { kSum, kMax, kMin };
 
 // Where a buffer lives. Device buffers go to an MPI that is not CUDA-aware through pinned
-// host memory, chunk by chunk (see DeviceMemoryOps).
+// host memory, chunk by chunk (see StagingCommunicator).
 enum class MemoryKind { kHost, kDevice };
 
 // Seconds on the steady clock, the time base of every communication timestamp.
@@ -76,6 +76,10 @@ class CommRequest {
   // Called with +1 when a thread starts waiting in Wait, -1 when it stops (a communicator
   // drives progress harder while someone waits).
   void set_wait_hook(std::function<void(int)> hook) { wait_hook_ = std::move(hook); }
+  // Runs `callback` once the operation is done: at once on this thread when it is already,
+  // else on the thread that completes it, which it must not hold up. A communicator that
+  // wraps another learns so when the operations it issued there are over.
+  void OnDone(std::function<void(const CommRequest&)> callback);
 
  private:
   std::string label_;
@@ -87,34 +91,9 @@ class CommRequest {
   double start_time_ = 0;
   double end_time_ = 0;
   std::function<void(int)> wait_hook_;
+  std::vector<std::function<void(const CommRequest&)>> done_callbacks_;
 };
 using CommHandle = std::shared_ptr<CommRequest>;
-
-// A point in the work queued on a device (a CUDA event on the compute stream): a collective
-// on a device buffer issued after it starts only once the work before it has finished.
-class DeviceFence {
- public:
-  virtual ~DeviceFence() = default;
-};
-
-// Copies between device memory and pinned host memory for the staged path of a
-// communicator that cannot read device memory. The GPU build provides one (cudaMemcpyAsync
-// on a stream of its own, see gpu_memory_ops.hpp); tests use a fake that copies host memory.
-class DeviceMemoryOps {
- public:
-  virtual ~DeviceMemoryOps() = default;
-  virtual void* AllocatePinned(std::size_t bytes) = 0;
-  virtual void FreePinned(void* pointer) = 0;
-  // Both return once the copy is complete.
-  virtual void CopyToHost(void* host, const void* device, std::size_t bytes) = 0;
-  virtual void CopyToDevice(void* device, const void* host, std::size_t bytes) = 0;
-  // Called on the thread that issues a collective on a device buffer: marks the device work
-  // queued so far (the kernels that write the buffer), which the staged copies must wait
-  // for. Null: the device has no work queued asynchronously.
-  virtual std::shared_ptr<DeviceFence> Fence() { return nullptr; }
-  // Whether the work before `fence` has finished; polled by the communication thread.
-  virtual bool Reached(const DeviceFence& /*fence*/) { return true; }
-};
 
 // The collectives a data-parallel trainer needs, over the ranks of one job. Every operation
 // is collective: all ranks issue the same operations in the same order (a mismatch is what
@@ -164,9 +143,6 @@ class Communicator {
   // the ranks that did not arrive; 0 waits forever.
   virtual void set_timeout(double seconds) = 0;
   virtual double timeout() const = 0;
-  // The staged path for MemoryKind::kDevice (none by default: device buffers are an Error).
-  virtual void set_device_memory_ops(std::shared_ptr<DeviceMemoryOps> ops,
-                                     std::size_t chunk_bytes) = 0;
   // Ends the whole job at once (every rank), after `reason` was logged. Never returns.
   [[noreturn]] virtual void Abort(int exit_code) = 0;
 
@@ -201,6 +177,10 @@ class Communicator {
   // Root receives every rank's bytes, in rank order; the others an empty vector.
   std::vector<std::string> GatherBytes(const std::string& bytes, int root,
                                        const std::string& label = "gather");
+
+ protected:
+  // Throws Error unless `root` is a rank of this communicator.
+  void CheckRoot(int root, const std::string& label) const;
 };
 
 // The one-rank communicator of a process that was not started by an MPI launcher: every
@@ -226,15 +206,11 @@ class SelfCommunicator : public Communicator {
                       const std::string& label) override;
   void set_timeout(double seconds) override { timeout_ = seconds; }
   double timeout() const override { return timeout_; }
-  void set_device_memory_ops(std::shared_ptr<DeviceMemoryOps> ops, std::size_t) override {
-    device_ops_ = std::move(ops);
-  }
   [[noreturn]] void Abort(int exit_code) override;
 
  private:
   CommHandle Done(const std::string& label, std::size_t bytes, int root);
   double timeout_ = 0;
-  std::shared_ptr<DeviceMemoryOps> device_ops_;
 };
 
 }  // namespace doppio

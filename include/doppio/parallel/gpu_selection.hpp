@@ -51,7 +51,7 @@ std::string PciBusIdText(std::uint64_t key);
 // How device buffers travel between the ranks.
 enum class DeviceCommPath {
   kNccl,       // NcclCommunicator: every rank has a GPU of its own
-  kStagedMpi,  // MpiCommunicator through pinned host memory (MakeGpuMemoryOps)
+  kStagedMpi,  // StagingCommunicator over MPI, through pinned host memory (MakeGpuMemoryOps)
 };
 struct DeviceCommChoice {
   DeviceCommPath path = DeviceCommPath::kStagedMpi;
@@ -69,7 +69,7 @@ std::uint64_t HostNameHash();
 // Collective over the ranks of `base` (an MpiCommunicator), each training on `gpu`: gathers
 // every rank's (host, device, PCI location), chooses the path (ChooseDeviceCommPath, with NCCL only
 // when `allow_nccl`), logs it on rank 0, and returns the communicator for the training: an
-// NcclCommunicator over `base`, or `base` itself with GPU staging in chunks of
+// NcclCommunicator over `base`, or a StagingCommunicator over `base` in chunks of
 // `chunk_bytes`. One rank: `base` as it is.
 std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> base,
                                                   std::shared_ptr<GpuContext> gpu,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -7,21 +8,21 @@
 
 namespace doppio {
 
-// The communicator over MPI_COMM_WORLD. One communication thread owns MPI: it initialises
-// it, starts every operation (non-blocking MPI collectives, in the order they were issued),
-// drives their progress while the caller computes, and finalises MPI when the communicator
-// is destroyed. So MPI is only ever entered from one thread (plus MPI_Abort).
+class MpiEngine;
+
+// The communicator over MPI_COMM_WORLD, on host buffers. Its engine (src/parallel/mpi_engine.hpp)
+// is one communication thread that owns MPI: it initialises it, starts every operation
+// (non-blocking MPI collectives, in the order they were issued), drives their progress while
+// the caller computes, and finalises MPI when the communicator is destroyed. So MPI is only
+// ever entered from one thread (plus MPI_Abort).
 //
-// The same thread is the watchdog: an operation that has not completed `timeout` seconds
-// after it started makes this rank ask every other rank (on a separate communicator) which
-// collective it has reached; the ranks that have not issued the stalled one are named in
-// the error, and the job is aborted.
+// The same thread is the watchdog (src/parallel/mpi_watchdog.hpp): an operation that has not
+// completed `timeout` seconds after it started makes this rank ask every other rank (on a
+// separate communicator) which collective it has reached; the ranks that have not issued
+// the stalled one are named in the error, and the job is aborted.
 //
-// Device buffers (MemoryKind::kDevice) are staged through pinned host memory in chunks of
-// `chunk_bytes`, two chunks in flight, with the DeviceMemoryOps given to
-// set_device_memory_ops (Debian's Open MPI is not CUDA-aware). The first copy waits, without
-// blocking the thread, until the device work queued before the collective was issued has
-// finished (DeviceMemoryOps::Fence), and the operations issued after it wait in turn.
+// Device buffers (MemoryKind::kDevice) are an Error: a StagingCommunicator over this one
+// stages them through pinned host memory (Debian's Open MPI is not CUDA-aware).
 //
 // MPI can be initialised once per process, so there is at most one MpiCommunicator.
 class MpiCommunicator : public Communicator {
@@ -56,17 +57,13 @@ class MpiCommunicator : public Communicator {
   void Poke() override;
   void set_timeout(double seconds) override;
   double timeout() const override;
-  void set_device_memory_ops(std::shared_ptr<DeviceMemoryOps> ops,
-                             std::size_t chunk_bytes) override;
   [[noreturn]] void Abort(int exit_code) override;
 
   // Operations issued so far (the sequence number the watchdog reports).
   std::uint64_t issued() const;
 
-  struct Impl;
-
  private:
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<MpiEngine> engine_;
 };
 
 }  // namespace doppio

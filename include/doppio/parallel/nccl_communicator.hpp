@@ -65,11 +65,6 @@ class NcclCommunicator : public Communicator {
   void JoinDeviceWork() override;
   void set_timeout(double seconds) override;
   double timeout() const override { return base_->timeout(); }
-  // For the host-side collectives of `base` only: device buffers go through NCCL.
-  void set_device_memory_ops(std::shared_ptr<DeviceMemoryOps> ops,
-                             std::size_t chunk_bytes) override {
-    base_->set_device_memory_ops(std::move(ops), chunk_bytes);
-  }
   [[noreturn]] void Abort(int exit_code) override;
 
   struct Impl;
