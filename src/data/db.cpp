@@ -215,7 +215,7 @@ std::unique_ptr<DB> OpenDB(DataParameter::DB backend, const std::string& source,
     return OpenLMDB(source, mode);
   } catch (const Error& error) {
     if (who.empty()) throw;
-    throw Error(who + ": " + error.what());
+    throw Error(who + ": " + error.what(), error.code());
   }
 }
 

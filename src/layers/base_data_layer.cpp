@@ -129,7 +129,7 @@ Batch<Dtype>* BasePrefetchingDataLayer<Dtype>::TakeBatch() {
   } catch (const Error& error) {
     const std::string who = this->Describe();
     if (std::string(error.what()).find(who) != std::string::npos) throw;
-    throw Error(who + ": reading a batch failed: " + error.what());
+    throw Error(who + ": reading a batch failed: " + error.what(), error.code());
   }
 }
 

@@ -43,7 +43,7 @@ SolverParameter ReadSolverNetFiles(const SolverParameter& param) {
     try {
       return ReadNetParamsFromTextFile(path);
     } catch (const Error& error) {
-      throw Error("solver field " + field + ": " + error.what());
+      throw Error("solver field " + field + ": " + error.what(), error.code());
     }
   };
   if (p.has_net()) {

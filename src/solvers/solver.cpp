@@ -28,7 +28,7 @@ auto WithContext(const std::string& context, Function&& function) -> decltype(fu
   try {
     return function();
   } catch (const Error& error) {
-    throw Error(context + ": " + error.what());
+    throw Error(context + ": " + error.what(), error.code());
   }
 }
 
