@@ -84,9 +84,9 @@ int main(int argc, char** argv) {
   } catch (const doppio::Error& error) {
     LOG(ERROR) << error.what();
     std::fflush(nullptr);
-    return 1;
+    return static_cast<int>(error.code());
   } catch (const std::exception& error) {
     LOG(ERROR) << "internal error: " << error.what();
-    return 1;
+    return static_cast<int>(doppio::ExitCode::kInternal);
   }
 }
