@@ -34,16 +34,17 @@ std::string Hex(std::uint64_t value) {
 }
 
 void AgreeOnFailure(Communicator& comm, bool ok, const std::string& message,
-                    const std::string& what) {
+                    const std::string& what, ExitCode code) {
   if (comm.size() == 1) {
-    if (!ok) throw AgreedError(message);
+    if (!ok) throw AgreedError(message, code);
     return;
   }
-  const std::vector<std::int32_t> flags =
-      comm.AllgatherValue<std::int32_t>(ok ? 1 : 0, "failure check");
+  // Each rank's exit code, 0 where it succeeded.
+  const std::vector<std::int32_t> codes =
+      comm.AllgatherValue<std::int32_t>(ok ? 0 : static_cast<std::int32_t>(code), "failure check");
   std::vector<int> failed;
   for (int r = 0; r < comm.size(); ++r) {
-    if (!flags[r]) failed.push_back(r);
+    if (codes[r] != 0) failed.push_back(r);
   }
   if (failed.empty()) return;
   // Every rank reports the first failed rank's own message.
@@ -55,7 +56,7 @@ void AgreeOnFailure(Communicator& comm, bool ok, const std::string& message,
     std::vector<int> others(failed.begin() + 1, failed.end());
     text << " (" << RankList(others) << " failed too)";
   }
-  throw AgreedError(text.str());
+  throw AgreedError(text.str(), static_cast<ExitCode>(codes[failed[0]]));
 }
 
 void CheckStartUpAgreement(Communicator& comm, std::uint64_t net_hash, std::uint64_t solver_hash,

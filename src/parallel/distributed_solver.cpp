@@ -17,6 +17,7 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
   CHECK(comm_ != nullptr);
   bool ok = true;
   std::string error;
+  ExitCode code = ExitCode::kUserError;
   try {
     DOPPIO_ENSURE(options_.bucket_mb > 0)
         << "--bucket_mb must be positive, not " << options_.bucket_mb;
@@ -36,8 +37,9 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
   } catch (const Error& caught) {
     ok = false;
     error = caught.what();
+    code = caught.code();
   }
-  AgreeOnFailure(*comm_, ok, error, "set up its solver");
+  AgreeOnFailure(*comm_, ok, error, "set up its solver", code);
 
   const auto& net = *solver_->net();
   for (std::size_t i = 0; i < net.layers().size() && batch_ == 0; ++i) {

@@ -43,7 +43,7 @@ void CheckMpi(int code, int rank, const std::string& what) {
   if (code == MPI_SUCCESS) return;
   LOG(ERROR) << "rank " << rank << ": MPI error in " << what << ": " << MpiErrorString(code)
              << "; aborting the job";
-  AbortJob(1);
+  AbortJob(static_cast<int>(ExitCode::kLostRank));
 }
 
 std::uint64_t MpiProgress::Issue(const std::string& label) {
@@ -167,7 +167,7 @@ void MpiWatchdog::TimedOut(std::uint64_t seq, const CommRequest& handle, double 
   }
   message << ". Aborting the job.";
   LOG(ERROR) << message.str();
-  AbortJob(1);
+  AbortJob(static_cast<int>(ExitCode::kLostRank));
 }
 
 }  // namespace doppio

@@ -153,7 +153,7 @@ void NcclCommunicator::Impl::Fail(const std::string& message) {
   LOG(ERROR) << message << ". Aborting the job.";
   // Stops the NCCL kernels that wait for peers, so that the device is released.
   ncclCommAbort(comm);
-  base->Abort(1);
+  base->Abort(static_cast<int>(ExitCode::kLostRank));
 }
 
 void NcclCommunicator::Impl::Watch() {

@@ -20,12 +20,14 @@ class RankLogSink : public google::LogSink {
   void send(google::LogSeverity severity, const char*, const char* base_filename, int line,
             const google::LogMessageTime& time, const char* message,
             std::size_t message_len) override {
+    // glog's own prefix, with the rank where glog puts the thread id.
+    char year[8] = "";
+    if (FLAGS_log_year_in_prefix) std::snprintf(year, sizeof(year), "%04d", time.year() + 1900);
     char prefix[160];
-    const int length =
-        std::snprintf(prefix, sizeof(prefix), "%c%04d%02d%02d %02d:%02d:%02d.%06d rank %d %s:%d] ",
-                      "IWEF"[std::clamp<int>(severity, 0, 3)], time.year() + 1900, time.month() + 1,
-                      time.day(), time.hour(), time.min(), time.sec(),
-                      static_cast<int>(time.usec()), g_rank, base_filename, line);
+    const int length = std::snprintf(
+        prefix, sizeof(prefix), "%c%s%02d%02d %02d:%02d:%02d.%06d rank %d %s:%d] ",
+        "IWEF"[std::clamp<int>(severity, 0, 3)], year, time.month() + 1, time.day(), time.hour(),
+        time.min(), time.sec(), static_cast<int>(time.usec()), g_rank, base_filename, line);
     std::string text(prefix, std::max(0, std::min<int>(length, sizeof(prefix) - 1)));
     text.append(message, message_len);
     text.push_back('\n');

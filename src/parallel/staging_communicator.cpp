@@ -135,7 +135,7 @@ void StagingCommunicator::Impl::Guarded(const CommRequest& handle, Action action
   } catch (const std::exception& error) {
     LOG(ERROR) << "rank " << base->rank() << ": '" << handle.label() << "': " << error.what()
                << "; aborting the job";
-    base->Abort(1);
+    base->Abort(static_cast<int>(ExitCode::kLostRank));
   }
 }
 
@@ -254,7 +254,7 @@ void StagingCommunicator::Impl::CheckFenceTimeout(const StagedOp& op, const Comm
              << handle.bytes() << " bytes) did not start within " << limit
              << " s (--comm_timeout): the device work queued before it has not finished. "
                 "Aborting the job.";
-  base->Abort(1);
+  base->Abort(static_cast<int>(ExitCode::kLostRank));
 }
 
 bool StagingCommunicator::Impl::IssueQueued(bool* fence_pending) {

@@ -45,6 +45,14 @@ TEST(AgreementTest, OneRankThrowsItsOwnMessage) {
     ADD_FAILURE() << "no AgreedError";
   } catch (const AgreedError& error) {
     EXPECT_STREQ(error.what(), "bad flag");
+    EXPECT_EQ(error.code(), ExitCode::kUserError);
+  }
+  // The failure's exit code travels with it.
+  try {
+    AgreeOnFailure(comm, false, "diverged", "train", ExitCode::kDiverged);
+    ADD_FAILURE() << "no AgreedError";
+  } catch (const AgreedError& error) {
+    EXPECT_EQ(error.code(), ExitCode::kDiverged);
   }
 }
 

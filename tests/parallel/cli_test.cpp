@@ -204,7 +204,7 @@ TEST_F(ParallelCliTest, TwoRanksTrainOnShardsAndRank0ReportsTheWholeTestSet) {
   EXPECT_EQ(CountLines(result.output, "hidden behind backward"), 2) << result.output;
   EXPECT_CONTAINS(result.output, "compute per iteration slowest rank");
   // Rank 1 logs no INFO line.
-  EXPECT_FALSE(std::regex_search(result.output, std::regex("\nI[0-9]{8} [0-9:.]+ rank 1 ")));
+  EXPECT_FALSE(std::regex_search(result.output, std::regex("\nI[0-9]{4} [0-9:.]+ rank 1 ")));
   EXPECT_TRUE(fs::exists(Path("two_iter_10.caffemodel")));
 }
 
@@ -217,10 +217,12 @@ TEST_F(ParallelCliTest, AFailingRankEndsTheJobPromptlyNamingIt) {
         {"-x", "DOPPIO_FAIL_RANK=1", "-x", "DOPPIO_FAIL_ITER=3", "-x", "DOPPIO_FAIL_MODE=" + mode},
         60, DoppioFaults());
     EXPECT_NE(result.exit_code, 0) << result.output;
+    // An Error aborts the job with the user-error code, through mpirun.
+    if (mode == "error") EXPECT_EQ(result.exit_code, 1) << result.output;
     EXPECT_LT(result.seconds, 20) << result.output;
     // The rank's own message, with the rank in its log prefix.
     EXPECT_TRUE(std::regex_search(
-        result.output, std::regex("E[0-9]{8} [0-9:.]+ rank 1 [a-z_]+\\.cpp:[0-9]+\\] .*rank 1 "
+        result.output, std::regex("E[0-9]{4} [0-9:.]+ rank 1 [a-z_]+\\.cpp:[0-9]+\\] .*rank 1 "
                                   "fails at iteration 3")))
         << result.output;
     // mpiexec names it too.
@@ -235,12 +237,13 @@ TEST_F(ParallelCliTest, TheWatchdogNamesTheRankThatDidNotArrive) {
       2, {"--solver=" + Solver("hang", 3, "max_iter: 100000 display: 0", 8), "--comm_timeout=2"},
       {"-x", "DOPPIO_FAIL_RANK=1", "-x", "DOPPIO_FAIL_ITER=2", "-x", "DOPPIO_FAIL_MODE=hang"}, 60,
       DoppioFaults());
-  EXPECT_NE(result.exit_code, 0) << result.output;
+  // The lost-rank exit code, passed on by mpirun.
+  EXPECT_EQ(result.exit_code, 4) << result.output;
   EXPECT_LT(result.seconds, 25) << result.output;
   EXPECT_CONTAINS(result.output,
                   "did not complete within 2 s (--comm_timeout): rank 1 did not arrive");
   EXPECT_TRUE(std::regex_search(
-      result.output, std::regex("W[0-9]{8} [0-9:.]+ rank 1 distributed_solver\\.cpp:[0-9]+"
+      result.output, std::regex("W[0-9]{4} [0-9:.]+ rank 1 distributed_solver\\.cpp:[0-9]+"
                                 "\\] fault injection armed")))
       << result.output;
 }

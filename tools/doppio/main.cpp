@@ -42,6 +42,9 @@ std::string Usage() {
 int main(int argc, char** argv) {
   FLAGS_alsologtostderr = 1;
   FLAGS_colorlogtostderr = false;
+  // Caffe's log prefix (I1124 16:06:39.123456 ...), which Caffe's log parsers expect;
+  // --log_year_in_prefix brings Debian glog's year back.
+  FLAGS_log_year_in_prefix = false;
   gflags::SetUsageMessage(doppio::Usage());
   gflags::SetVersionString("0.1.0");
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {

@@ -122,7 +122,7 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
   return solver_param;
 }
 
-void TrainOnRanks(std::shared_ptr<Communicator> comm) {
+ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   const int size = comm->size();
   if (size > 1 && std::getenv("OPENBLAS_NUM_THREADS") == nullptr &&
       std::getenv("OMP_NUM_THREADS") == nullptr) {
@@ -140,6 +140,7 @@ void TrainOnRanks(std::shared_ptr<Communicator> comm) {
   SolverAction sigint_effect = SolverAction::STOP, sighup_effect = SolverAction::SNAPSHOT;
   bool ok = true;
   std::string error;
+  ExitCode code = ExitCode::kUserError;
   try {
     sigint_effect = ParseSolverAction(FLAGS_sigint_effect, "sigint_effect");
     sighup_effect = ParseSolverAction(FLAGS_sighup_effect, "sighup_effect");
@@ -147,8 +148,9 @@ void TrainOnRanks(std::shared_ptr<Communicator> comm) {
   } catch (const Error& caught) {
     ok = false;
     error = caught.what();
+    code = caught.code();
   }
-  AgreeOnFailure(*comm, ok, error, "start training");
+  AgreeOnFailure(*comm, ok, error, "start training", code);
   // Gradients on GPUs travel through NCCL when every rank has its own, else through MPI
   // staged in pinned host memory.
   if (options.gpu && size > 1) comm = MakeGpuCommunicator(comm, options.gpu);
@@ -160,6 +162,8 @@ void TrainOnRanks(std::shared_ptr<Communicator> comm) {
   if (!FLAGS_snapshot.empty()) LOG(INFO) << "Resuming from " << FLAGS_snapshot;
   LOG(INFO) << "Starting Optimization";
   trainer.Solve(FLAGS_snapshot);
+  // A signal stopped training before max_iter: a scheduler should know the job is not done.
+  return trainer.solver()->requested_early_exit() ? ExitCode::kInterrupted : ExitCode::kSuccess;
 }
 
 int Train() {
@@ -167,21 +171,22 @@ int Train() {
   SetUpRankLogging(comm->rank(), comm->size());
   comm->set_timeout(FLAGS_comm_timeout);
   try {
-    TrainOnRanks(comm);
+    return static_cast<int>(TrainOnRanks(comm));
   } catch (const AgreedError& error) {
     // Every rank stopped at the same point: end normally, with the error.
     if (comm->size() == 1) throw;
     LOG(ERROR) << error.what();
-    return 1;
+    return static_cast<int>(error.code());
   } catch (const std::exception& error) {
     if (comm->size() == 1) throw;
-    // The other ranks may be waiting in a collective: end the whole job now.
-    const bool user_error = dynamic_cast<const Error*>(&error) != nullptr;
+    // The other ranks may be waiting in a collective: end the whole job now, with this
+    // error's exit code (mpirun passes on the code of MPI_Abort).
+    const auto* user_error = dynamic_cast<const Error*>(&error);
     LOG(ERROR) << "rank " << comm->rank() << ": " << (user_error ? "" : "internal error: ")
                << error.what() << " (aborting all " << comm->size() << " ranks)";
-    comm->Abort(1);
+    comm->Abort(static_cast<int>(user_error ? user_error->code() : ExitCode::kInternal));
   }
-  return 0;
+  return static_cast<int>(ExitCode::kInternal);
 }
 
 }  // namespace

@@ -13,14 +13,15 @@ namespace doppio {
 // unreadable snapshot): the job can end normally, no rank being left in a collective.
 class AgreedError : public Error {
  public:
-  explicit AgreedError(const std::string& what) : Error(what) {}
+  explicit AgreedError(const std::string& what, ExitCode code = ExitCode::kUserError)
+      : Error(what, code) {}
 };
 
 // Collective: when `ok` is false on some rank, every rank throws AgreedError with the
-// first failed rank's `message` ("rank 2 could not <what>: <message>"). With one rank the
-// message is thrown as it is.
+// first failed rank's `message` ("rank 2 could not <what>: <message>") and exit `code`.
+// With one rank the message is thrown as it is.
 void AgreeOnFailure(Communicator& comm, bool ok, const std::string& message,
-                    const std::string& what);
+                    const std::string& what, ExitCode code = ExitCode::kUserError);
 
 // The ranks whose value differs from rank 0's, given every rank's `stride` values in rank
 // order (an Allgather's result): value `field` of each rank is compared.
