@@ -31,7 +31,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "data", "fashion_mnist")
 RESULTS = os.path.join(ROOT, "bench", "results")
 BATCH = 64
-STAMP = re.compile(r"^[IWEF](\d{8}) (\d\d):(\d\d):(\d\d\.\d+)")
+# glog's prefix: Caffe's MMDD (Doppio's default), or YYYYMMDD (--log_year_in_prefix).
+STAMP = re.compile(r"^[IWEF](\d{8}|\d{4}) (\d\d):(\d\d):(\d\d\.\d+)")
 
 
 def log_time(line):
@@ -39,7 +40,8 @@ def log_time(line):
     if not match:
         return None
     date, hour, minute, second = match.groups()
-    day = datetime.datetime.strptime(date, "%Y%m%d")
+    # Without a year only differences within one run matter: any leap year will do.
+    day = datetime.datetime.strptime(date if len(date) == 8 else "2000" + date, "%Y%m%d")
     return day.timestamp() + int(hour) * 3600 + int(minute) * 60 + float(second)
 
 
