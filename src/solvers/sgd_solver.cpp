@@ -118,10 +118,10 @@ std::vector<int> CaffeOrderHistoryIds(const Net<Dtype>& net, std::size_t history
   return ids;
 }
 
-// Where each of the state's history blobs goes in `history`, or nothing when their shapes fit
-// neither Caffe's order nor (unmarked states only) the arena order of Doppio's older states.
-// An unmarked state that fits both is Caffe's: the order Doppio's own states were read in
-// before the marker cannot be told from the shapes then.
+// Where each of the state's history blobs goes in `history` (as many), or nothing when their
+// shapes fit neither Caffe's order nor, for unmarked states only, the arena order Doppio wrote
+// before it followed Caffe's. An unmarked state that fits both is read as Caffe's: the shapes
+// cannot tell the two apart, and Caffe's is the format's own order.
 template <typename Dtype>
 std::optional<std::vector<int>> HistoryIdsOf(
     const SolverState& state, const Net<Dtype>& net,
@@ -180,9 +180,10 @@ void SGDSolver<Dtype>::CheckSolverState(const SolverState& state, const std::str
   }
   if (*ids != caffe_ids) {
     LOG(WARNING) << origin
-                 << ": history in the parameter arena's order of Doppio's older states "
-                    "(its shapes fit that order, not Caffe's); reading it in that order. "
-                    "Snapshots are now written in Caffe's order.";
+                 << ": its history is in the order of Doppio's parameter arena, as Doppio "
+                    "wrote states before they followed Caffe's learnable-parameter order (its "
+                    "shapes fit that order, not Caffe's); reading it in that order. New "
+                    "snapshots are in Caffe's order.";
   }
 }
 
