@@ -411,13 +411,17 @@ void Net<Dtype>::BuildArena() {
   // Backward finishes layers from last to first, so a parameter whose last user is a later
   // layer is final earlier and goes first; within a layer, blob order. Gradients that become
   // final together then lie together, for whoever reads them as backward goes (the order of
-  // communication is planned by its reader, not assumed from this). Snapshots keep the
-  // solver's history in this order: changing it breaks resuming from older snapshots.
+  // communication is planned by its reader, not assumed from this). Files keep Caffe's
+  // order, the order AppendParam listed the owners in, so this one may change freely.
   std::vector<int> order(learnable_params_.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [this](int a, int b) {
     return learnable_param_layer_[a] > learnable_param_layer_[b];
   });
+  arena_ids_in_caffe_order_.assign(order.size(), 0);
+  for (std::size_t arena_id = 0; arena_id < order.size(); ++arena_id) {
+    arena_ids_in_caffe_order_[order[arena_id]] = static_cast<int>(arena_id);
+  }
   std::vector<Blob<Dtype>*> params;
   std::vector<int> ids, layer_of;
   std::vector<float> lr, decay;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <optional>
 
 #include "doppio/solvers/sgd_solvers.hpp"
 #include "doppio/solvers/solver_registry.hpp"
@@ -101,10 +103,54 @@ void SGDSolver<Dtype>::ComputeUpdateValue(int param_id, Dtype rate) {
   m.copy(blob->count(), history, m.mutable_diff(blob));
 }
 
+namespace {
+
+// For each history blob of a file in Caffe's layout, its index in history_: files list each set
+// of n blobs by Caffe's learnable index, history_ by arena index.
+template <typename Dtype>
+std::vector<int> CaffeOrderHistoryIds(const Net<Dtype>& net, std::size_t history_size) {
+  const std::vector<int>& arena_ids = net.arena_ids_in_caffe_order();
+  const std::size_t n = arena_ids.size();
+  std::vector<int> ids(history_size);
+  for (std::size_t i = 0; i < history_size; ++i) {
+    ids[i] = static_cast<int>(i / n * n) + arena_ids[i % n];
+  }
+  return ids;
+}
+
+// Where each of the state's history blobs goes in `history` (as many), or nothing when their
+// shapes fit neither Caffe's order nor, for unmarked states only, the arena order Doppio wrote
+// before it followed Caffe's. An unmarked state that fits both is read as Caffe's: the shapes
+// cannot tell the two apart, and Caffe's is the format's own order.
+template <typename Dtype>
+std::optional<std::vector<int>> HistoryIdsOf(
+    const SolverState& state, const Net<Dtype>& net,
+    const std::vector<std::shared_ptr<Blob<Dtype>>>& history) {
+  const auto fits = [&](const std::vector<int>& ids) {
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (BlobProtoShape(state.history(static_cast<int>(i))) != history[ids[i]]->shape()) {
+        return false;
+      }
+    }
+    return true;
+  };
+  std::vector<int> ids = CaffeOrderHistoryIds(net, history.size());
+  if (fits(ids)) return ids;
+  if (state.history_in_caffe_order()) return std::nullopt;
+  std::iota(ids.begin(), ids.end(), 0);
+  if (fits(ids)) return ids;
+  return std::nullopt;
+}
+
+}  // namespace
+
 template <typename Dtype>
 void SGDSolver<Dtype>::SnapshotSolverState(SolverState* state) const {
   state->clear_history();
-  for (const auto& history : history_) history->ToProto(state->add_history());
+  for (int id : CaffeOrderHistoryIds(*this->net_, history_.size())) {
+    history_[id]->ToProto(state->add_history());
+  }
+  state->set_history_in_caffe_order(true);
 }
 
 template <typename Dtype>
@@ -113,19 +159,40 @@ void SGDSolver<Dtype>::CheckSolverState(const SolverState& state, const std::str
       << origin << " holds " << state.history_size() << " history blobs, but a " << this->type()
       << " solver for net '" << this->net_->name() << "' keeps " << history_.size()
       << ": it was written by another solver type or for a different net";
-  for (int i = 0; i < state.history_size(); ++i) {
-    const std::vector<int> shape = BlobProtoShape(state.history(i));
-    DOPPIO_ENSURE(shape == history_[i]->shape())
-        << origin << ": history blob " << i << " has shape " << ShapeString(shape)
-        << " but parameter " << i % this->net_->learnable_params().size() << " of net '"
-        << this->net_->name() << "' has shape " << history_[i]->shape_string()
-        << ": it was written for a different net";
+  const Net<Dtype>& net = *this->net_;
+  const std::vector<int> caffe_ids = CaffeOrderHistoryIds(net, history_.size());
+  const auto ids = HistoryIdsOf(state, net, history_);
+  if (!ids) {
+    for (int i = 0; i < state.history_size(); ++i) {
+      const std::vector<int> shape = BlobProtoShape(state.history(i));
+      const Blob<Dtype>& expected = *history_[caffe_ids[i]];
+      if (shape == expected.shape()) continue;
+      const int caffe_id = i % static_cast<int>(net.learnable_params().size());
+      const int arena_id = net.arena_ids_in_caffe_order()[caffe_id];
+      const auto& [layer_id, blob_id] =
+          net.param_layer_indices()[net.learnable_param_ids()[arena_id]];
+      DOPPIO_FAIL() << origin << ": history blob " << i << " has shape " << ShapeString(shape)
+                    << " but learnable parameter " << caffe_id << " of net '" << net.name()
+                    << "' (layer '" << net.layer_names()[layer_id] << "', blob " << blob_id
+                    << ") has shape " << expected.shape_string()
+                    << ": it was written for a different net";
+    }
+  }
+  if (*ids != caffe_ids) {
+    LOG(WARNING) << origin
+                 << ": its history is in the order of Doppio's parameter arena, as Doppio "
+                    "wrote states before they followed Caffe's learnable-parameter order (its "
+                    "shapes fit that order, not Caffe's); reading it in that order. New "
+                    "snapshots are in Caffe's order.";
   }
 }
 
 template <typename Dtype>
 void SGDSolver<Dtype>::RestoreSolverState(const SolverState& state) {
-  for (int i = 0; i < state.history_size(); ++i) history_[i]->FromProto(state.history(i), false);
+  const std::vector<int> ids = *HistoryIdsOf(state, *this->net_, history_);
+  for (int i = 0; i < state.history_size(); ++i) {
+    history_[ids[i]]->FromProto(state.history(i), false);
+  }
 }
 
 DOPPIO_INSTANTIATE_CLASS(SGDSolver);

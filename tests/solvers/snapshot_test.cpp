@@ -1,11 +1,16 @@
 // Snapshots: file names and contents, restore to bit-identical training, and refusals.
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
+#include <type_traits>
 
+#include "doppio/solvers/sgd_solvers.hpp"
 #include "doppio/util/io.hpp"
 #include "solver_test_util.hpp"
 #include "write_fault.hpp"
@@ -27,11 +32,203 @@ class SnapshotTest : public ::testing::Test {
     if (type == "Adam") fields += " momentum: 0.9";
     return LeastSquaresSolver(fields);
   }
+  // Param over another net (same inputs as LeastSquaresNet).
+  SolverParameter Param(const std::string& type, const std::string& extra,
+                        const std::string& net) const {
+    SolverParameter param = Param(type, extra);
+    *param.mutable_net_param() = ParseText<NetParameter>(net);
+    return param;
+  }
   TempDir dir_;
 };
 TYPED_TEST_SUITE(SnapshotTest, TestDtypes);
 
 const char* const kTypes[] = {"SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"};
+
+// Nets whose parameter arena (latest layer first) is not in Caffe's order (layer order): three
+// inner products with weights and biases, LeNet's shape of layers...
+const char* const kLayeredNet = R"(
+  name: 'layered'
+  layer { name: 'data' type: 'Input' top: 'x' top: 'y'
+          input_param { shape { dim: 4 dim: 3 } shape { dim: 4 dim: 1 } } }
+  layer { name: 'ip1' type: 'InnerProduct' bottom: 'x' top: 'h1'
+          inner_product_param { num_output: 5 weight_filler { type: 'gaussian' std: 0.5 }
+                                bias_filler { type: 'constant' value: 0.1 } } }
+  layer { name: 'relu1' type: 'ReLU' bottom: 'h1' top: 'h1' }
+  layer { name: 'ip2' type: 'InnerProduct' bottom: 'h1' top: 'h2'
+          inner_product_param { num_output: 4 weight_filler { type: 'gaussian' std: 0.5 }
+                                bias_filler { type: 'constant' value: 0.1 } } }
+  layer { name: 'relu2' type: 'ReLU' bottom: 'h2' top: 'h2' }
+  layer { name: 'ip3' type: 'InnerProduct' bottom: 'h2' top: 'out'
+          inner_product_param { num_output: 1 weight_filler { type: 'gaussian' std: 0.5 } } }
+  layer { name: 'loss' type: 'EuclideanLoss' bottom: 'out' bottom: 'y' top: 'loss' })";
+// ...and one whose weight 'W' belongs to enc1 and is shared by enc2, whose own learnable
+// param is then only its bias.
+const char* const kSharedNet = R"(
+  name: 'shared'
+  layer { name: 'data' type: 'Input' top: 'x' top: 'y'
+          input_param { shape { dim: 4 dim: 3 } shape { dim: 4 dim: 1 } } }
+  layer { name: 'enc1' type: 'InnerProduct' bottom: 'x' top: 'h1' param { name: 'W' }
+          inner_product_param { num_output: 4 weight_filler { type: 'gaussian' std: 0.5 }
+                                bias_filler { type: 'constant' value: 0.1 } } }
+  layer { name: 'enc2' type: 'InnerProduct' bottom: 'x' top: 'h2' param { name: 'W' }
+          inner_product_param { num_output: 4 weight_filler { type: 'gaussian' std: 0.5 }
+                                bias_filler { type: 'gaussian' std: 0.5 } } }
+  layer { name: 'sum' type: 'Eltwise' bottom: 'h1' bottom: 'h2' top: 'h' }
+  layer { name: 'relu' type: 'ReLU' bottom: 'h' top: 'h' }
+  layer { name: 'out' type: 'InnerProduct' bottom: 'h' top: 'out'
+          inner_product_param { num_output: 1 weight_filler { type: 'gaussian' std: 0.5 } } }
+  layer { name: 'loss' type: 'EuclideanLoss' bottom: 'out' bottom: 'y' top: 'loss' })";
+const char* const kOrderNets[] = {kLayeredNet, kSharedNet};
+// Two inner products of equal shapes: an unmarked state fits Caffe's order and the arena's.
+const char* const kSymmetricNet = R"(
+  name: 'symmetric'
+  layer { name: 'data' type: 'Input' top: 'x' top: 'y'
+          input_param { shape { dim: 4 dim: 3 } shape { dim: 4 dim: 1 } } }
+  layer { name: 'ip1' type: 'InnerProduct' bottom: 'x' top: 'h1'
+          inner_product_param { num_output: 3 weight_filler { type: 'gaussian' std: 0.5 }
+                                bias_filler { type: 'constant' value: 0.1 } } }
+  layer { name: 'relu1' type: 'ReLU' bottom: 'h1' top: 'h1' }
+  layer { name: 'ip2' type: 'InnerProduct' bottom: 'h1' top: 'h2'
+          inner_product_param { num_output: 3 weight_filler { type: 'gaussian' std: 0.5 }
+                                bias_filler { type: 'constant' value: -0.1 } } }
+  layer { name: 'sum' type: 'Reduction' bottom: 'h2' top: 'out' reduction_param { axis: 1 } }
+  layer { name: 'loss' type: 'EuclideanLoss' bottom: 'out' bottom: 'y' top: 'loss' })";
+// Iterations before the snapshot and after it; the step policy makes current_step matter.
+constexpr int kBefore = 3;
+constexpr int kAfter = 4;
+const char* const kOrderExtra = "lr_policy: 'step' gamma: 0.5 stepsize: 2";
+
+// A learnable parameter as Caffe's .solverstate indexes it.
+template <typename Dtype>
+struct CaffeParam {
+  const Blob<Dtype>* blob;
+  std::string layer;
+  int blob_index;
+};
+
+// Caffe's learnable params, from its documented rule: every layer's blobs in layer order, blob
+// order within a layer; a blob whose param name an earlier blob already has is that blob's,
+// not listed again.
+template <typename Dtype>
+std::vector<CaffeParam<Dtype>> CaffeLearnableParams(const Net<Dtype>& net) {
+  std::vector<CaffeParam<Dtype>> params;
+  std::set<std::string> names;
+  for (const auto& layer : net.layers()) {
+    const LayerParameter& layer_param = layer->layer_param();
+    for (int j = 0; j < static_cast<int>(layer->blobs().size()); ++j) {
+      const std::string name = j < layer_param.param_size() ? layer_param.param(j).name() : "";
+      if (!name.empty() && !names.insert(name).second) continue;
+      params.push_back({layer->blobs()[j].get(), layer_param.name(), j});
+    }
+  }
+  return params;
+}
+
+template <typename Dtype>
+const SGDSolver<Dtype>& AsSGD(const Solver<Dtype>& solver) {
+  return dynamic_cast<const SGDSolver<Dtype>&>(solver);
+}
+
+// The solver's in-memory history of `param` in history set `set`.
+template <typename Dtype>
+const Blob<Dtype>& HistoryOf(const Solver<Dtype>& solver, const Blob<Dtype>* param, int set) {
+  const auto& arena = solver.net()->learnable_params();
+  const std::size_t arena_id = std::find(arena.begin(), arena.end(), param) - arena.begin();
+  EXPECT_LT(arena_id, arena.size());
+  return *AsSGD(solver).history()[set * arena.size() + arena_id];
+}
+
+template <typename Dtype>
+int HistorySets(const Solver<Dtype>& solver) {
+  return static_cast<int>(AsSGD(solver).history().size() / solver.net()->learnable_params().size());
+}
+
+template <typename Dtype>
+BlobProto CaffeBlob(const Blob<Dtype>& blob) {
+  BlobProto proto;
+  for (int d : blob.shape()) proto.mutable_shape()->add_dim(d);
+  for (int i = 0; i < blob.count(); ++i) {
+    if (std::is_same<Dtype, double>::value) {
+      proto.add_double_data(blob.cpu_data()[i]);
+    } else {
+      proto.add_data(static_cast<float>(blob.cpu_data()[i]));
+    }
+  }
+  return proto;
+}
+
+template <typename Dtype>
+std::vector<Dtype> Values(const BlobProto& proto) {
+  if (std::is_same<Dtype, double>::value) {
+    return std::vector<Dtype>(proto.double_data().begin(), proto.double_data().end());
+  }
+  return std::vector<Dtype>(proto.data().begin(), proto.data().end());
+}
+
+template <typename Dtype>
+std::vector<Dtype> Values(const Blob<Dtype>& blob) {
+  return std::vector<Dtype>(blob.cpu_data(), blob.cpu_data() + blob.count());
+}
+
+// Writes `solver`'s weights and a .solverstate built here, not by Doppio's writer: in Caffe's
+// layout (history[k * n + i]: set k of Caffe's i-th learnable param), or, with arena_order, in
+// the order of the parameter arena that Doppio's states had before they followed Caffe's.
+// Returns the state's path.
+template <typename Dtype>
+std::string WriteHandMadeState(const Solver<Dtype>& solver, const std::string& prefix,
+                               bool arena_order) {
+  const std::string weights_file = prefix + ".caffemodel";
+  NetParameter weights;
+  solver.net()->ToProto(&weights);
+  WriteProtoToBinaryFile(weights, weights_file);
+  SolverState state;
+  state.set_iter(solver.iter());
+  state.set_learned_net(weights_file);
+  state.set_current_step(solver.current_step());
+  for (int set = 0; set < HistorySets(solver); ++set) {
+    if (arena_order) {
+      for (const Blob<Dtype>* param : solver.net()->learnable_params()) {
+        *state.add_history() = CaffeBlob(HistoryOf(solver, param, set));
+      }
+    } else {
+      for (const auto& param : CaffeLearnableParams(*solver.net())) {
+        *state.add_history() = CaffeBlob(HistoryOf(solver, param.blob, set));
+      }
+    }
+  }
+  const std::string state_file = prefix + ".solverstate";
+  std::string bytes;
+  EXPECT_TRUE(state.SerializeToString(&bytes));
+  WriteFile(state_file, bytes);
+  return state_file;
+}
+
+// Restores a solver with another seed from `state_file`, runs kAfter iterations and expects
+// the weights `reference` reached running straight through, bit for bit.
+template <typename Dtype>
+void ExpectResumesIdentically(SolverParameter param, const std::string& state_file,
+                              const Solver<Dtype>& reference) {
+  param.set_random_seed(99);
+  auto resumed = MakeSolver<Dtype>(param);
+  resumed->Restore(state_file);
+  EXPECT_EQ(resumed->iter(), kBefore);
+  resumed->Step(kAfter);
+  EXPECT_EQ(resumed->iter(), reference.iter());
+  EXPECT_EQ(resumed->current_step(), reference.current_step());
+  EXPECT_EQ(Weights(*resumed), Weights(reference));
+}
+
+// Collects the warnings logged while it lives.
+struct WarningCapture : google::LogSink {
+  WarningCapture() { google::AddLogSink(this); }
+  ~WarningCapture() override { google::RemoveLogSink(this); }
+  void send(google::LogSeverity severity, const char*, const char*, int,
+            const google::LogMessageTime&, const char* message, size_t length) override {
+    if (severity == google::WARNING) warnings.emplace_back(message, length);
+  }
+  std::vector<std::string> warnings;
+};
 
 TYPED_TEST(SnapshotTest, RestoreContinuesBitIdentically) {
   using Dtype = TypeParam;
@@ -66,6 +263,119 @@ TYPED_TEST(SnapshotTest, RestoreContinuesBitIdentically) {
     for (std::size_t i = 0; i < actual.size(); ++i) {
       // Bit-identical, not merely close.
       EXPECT_EQ(actual[i], expected[i]) << "value " << i;
+    }
+  }
+}
+
+TYPED_TEST(SnapshotTest, StateIsWrittenInCaffesOrderAndResumes) {
+  using Dtype = TypeParam;
+  for (const std::string net : kOrderNets) {
+    for (const std::string type : kTypes) {
+      const SolverParameter param = this->Param(type, kOrderExtra, net);
+      SCOPED_TRACE(type + " on " + param.net_param().name());
+      auto solver = MakeSolver<Dtype>(param);
+      solver->Step(kBefore);
+      solver->Snapshot();
+      const std::string state_file =
+          this->Prefix() + "_iter_" + std::to_string(kBefore) + ".solverstate";
+      SolverState state;
+      ReadProtoFromBinaryFile(state_file, &state);
+      EXPECT_TRUE(state.history_in_caffe_order());
+      const auto params = CaffeLearnableParams(*solver->net());
+      const int n = static_cast<int>(params.size());
+      ASSERT_EQ(state.history_size(), HistorySets(*solver) * n);
+      for (int i = 0; i < state.history_size(); ++i) {
+        const Blob<Dtype>& history = HistoryOf(*solver, params[i % n].blob, i / n);
+        EXPECT_EQ(BlobProtoShape(state.history(i)), history.shape()) << "history " << i;
+        EXPECT_EQ(Values<Dtype>(state.history(i)), Values(history)) << "history " << i;
+      }
+      // Doppio's own state resumes as training straight through.
+      auto straight = MakeSolver<Dtype>(param);
+      straight->Step(kBefore + kAfter);
+      ExpectResumesIdentically(param, state_file, *straight);
+    }
+  }
+}
+
+TYPED_TEST(SnapshotTest, CaffesStateResumesIdentically) {
+  using Dtype = TypeParam;
+  // On kSymmetricNet Caffe's state is read as Caffe's although it fits the arena order too.
+  for (const std::string net : {kLayeredNet, kSharedNet, kSymmetricNet}) {
+    for (const std::string type : kTypes) {
+      const SolverParameter param = this->Param(type, kOrderExtra, net);
+      SCOPED_TRACE(type + " on " + param.net_param().name());
+      auto reference = MakeSolver<Dtype>(param);
+      reference->Step(kBefore);
+      const std::string state_file =
+          WriteHandMadeState(*reference, this->dir_.path() + "/caffe", false);
+      reference->Step(kAfter);
+      WarningCapture capture;
+      ExpectResumesIdentically(param, state_file, *reference);
+      EXPECT_EQ(capture.warnings, std::vector<std::string>());
+    }
+  }
+}
+
+TYPED_TEST(SnapshotTest, OldArenaOrderedStateResumesWithAWarning) {
+  using Dtype = TypeParam;
+  for (const std::string net : kOrderNets) {
+    for (const std::string type : kTypes) {
+      const SolverParameter param = this->Param(type, kOrderExtra, net);
+      SCOPED_TRACE(type + " on " + param.net_param().name());
+      auto reference = MakeSolver<Dtype>(param);
+      reference->Step(kBefore);
+      const std::string state_file =
+          WriteHandMadeState(*reference, this->dir_.path() + "/arena", true);
+      reference->Step(kAfter);
+      WarningCapture capture;
+      ExpectResumesIdentically(param, state_file, *reference);
+      ASSERT_EQ(capture.warnings.size(), 1u);
+      EXPECT_NE(capture.warnings[0].find(state_file), std::string::npos) << capture.warnings[0];
+      EXPECT_NE(capture.warnings[0].find("arena"), std::string::npos) << capture.warnings[0];
+    }
+  }
+}
+
+TYPED_TEST(SnapshotTest, StateFittingNeitherOrderIsRefused) {
+  using Dtype = TypeParam;
+  for (const std::string net : kOrderNets) {
+    for (const std::string type : kTypes) {
+      const SolverParameter param = this->Param(type, kOrderExtra, net);
+      SCOPED_TRACE(type + " on " + param.net_param().name());
+      auto solver = MakeSolver<Dtype>(param);
+      solver->Step(1);
+      const std::string state_file =
+          WriteHandMadeState(*solver, this->dir_.path() + "/neither", false);
+      SolverState state;
+      ReadProtoFromBinaryFile(state_file, &state);
+      // Caffe's learnable param 2 (ip2's weight; enc2's bias, its first blob being enc1's) in
+      // the last history set, given one more axis.
+      const auto params = CaffeLearnableParams(*solver->net());
+      const int n = static_cast<int>(params.size());
+      const int bad = (HistorySets(*solver) - 1) * n + 2;
+      state.mutable_history(bad)->mutable_shape()->add_dim(1);
+      std::string bytes;
+      ASSERT_TRUE(state.SerializeToString(&bytes));
+      WriteFile(state_file, bytes);
+      auto fresh = MakeSolver<Dtype>(param);
+      const auto before = Weights(*fresh);
+      EXPECT_ERROR_WITH(
+          fresh->Restore(state_file), state_file, "history blob " + std::to_string(bad) + " ",
+          "layer '" + params[2].layer + "', blob " + std::to_string(params[2].blob_index),
+          "different net");
+      EXPECT_EQ(fresh->iter(), 0);
+      EXPECT_EQ(Weights(*fresh), before);
+
+      // Marked as Doppio's Caffe-ordered state, an arena-ordered history is refused too.
+      const std::string arena_file =
+          WriteHandMadeState(*solver, this->dir_.path() + "/marked", true);
+      ReadProtoFromBinaryFile(arena_file, &state);
+      state.set_history_in_caffe_order(true);
+      ASSERT_TRUE(state.SerializeToString(&bytes));
+      WriteFile(arena_file, bytes);
+      EXPECT_ERROR_WITH(fresh->Restore(arena_file), arena_file, "history blob 0 ",
+                        "layer '" + params[0].layer + "', blob 0", "different net");
+      EXPECT_EQ(fresh->iter(), 0);
     }
   }
 }

@@ -80,10 +80,18 @@ class Net {
   const std::vector<std::shared_ptr<Blob<Dtype>>>& params() const { return params_; }
   // The owners only: what the solver updates. In arena order: by the layer whose backward
   // makes each gradient final, latest layer first (the order backward finishes them), then
-  // in net order. It is also the order of the solver's history in snapshots.
+  // in net order.
   const std::vector<Blob<Dtype>*>& learnable_params() const { return learnable_params_; }
   // The parameter order: for each learnable param (arena order), its index in params().
   const std::vector<int>& learnable_param_ids() const { return learnable_param_ids_; }
+  // Caffe's learnable-parameter order, in which files index parameters (.solverstate
+  // history): entry c is the arena index of Caffe's c-th learnable param, Caffe listing the
+  // owners in the order the layers and their blobs appear.
+  const std::vector<int>& arena_ids_in_caffe_order() const { return arena_ids_in_caffe_order_; }
+  // For each entry of params(): its layer and its index among that layer's blobs.
+  const std::vector<std::pair<int, int>>& param_layer_indices() const {
+    return param_layer_indices_;
+  }
   const std::vector<float>& params_lr() const { return params_lr_; }
   const std::vector<float>& params_weight_decay() const { return params_weight_decay_; }
   // For each learnable param: the layer whose backward makes its gradient final.
@@ -168,6 +176,7 @@ class Net {
   std::vector<Blob<Dtype>*> learnable_params_;
   std::vector<int> learnable_param_ids_;
   std::vector<int> learnable_param_layer_;
+  std::vector<int> arena_ids_in_caffe_order_;
   std::vector<float> params_lr_;
   std::vector<float> params_weight_decay_;
   std::vector<std::size_t> arena_offsets_;

@@ -35,7 +35,8 @@ class SGDSolver : public Solver<Dtype> {
   // Adds another history blob per learnable parameter (second moments and the like).
   void AddHistorySet();
 
-  // history_[k * n + i] is the k-th state blob of learnable parameter i (n parameters).
+  // history_[k * n + i] is the k-th state blob of learnable parameter i (n parameters), in
+  // arena order as the update runs; .solverstate files hold it in Caffe's order.
   std::vector<std::shared_ptr<Blob<Dtype>>> history_;
   // The math and blob access on the side the net runs on.
   DeviceMath<Dtype> math() const { return DeviceMath<Dtype>(this->net_->gpu_context().get()); }
