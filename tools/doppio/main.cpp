@@ -2,6 +2,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -69,6 +70,10 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   google::InstallFailureSignalHandler();
+  // glog reports SIGTERM as a crash, with a stack trace. Outside training (where
+  // SignalHandler turns it into a stop) it is an ordinary request to end, such as mpirun's
+  // second SIGTERM to ranks that have already stopped on the first.
+  std::signal(SIGTERM, SIG_DFL);
   if (argc < 2 || doppio::CommandTable().count(argv[1]) == 0) {
     if (argc >= 2) std::cerr << "doppio: unknown command '" << argv[1] << "'\n\n";
     std::cerr << doppio::Usage() << "\n";
