@@ -597,11 +597,12 @@ void Net<Dtype>::WarnSharedLayerNames() const {
       layers << "#" << ids[k] << " (" << layers_[ids[k]]->type() << ")";
     }
     LOG(WARNING) << "Net '" << name_ << "' (" << Phase_Name(phase_) << "): layers " << layers.str()
-                 << " are all named '" << entry.first
-                 << "'. As in Caffe, weights copied by that name (--weights, a test net "
-                    "sharing the train net's weights) all go to the first, layer #"
-                 << ids.front() << "; the others keep their own (resuming a --snapshot "
-                 << "restores each layer's)";
+                 << " share the name '" << entry.first
+                 << "'. As in Caffe, weights loaded by that name (--weights, and a test net's "
+                    "share of the train net's) go to the first, layer #"
+                 << ids.front() << "; the "
+                 << (ids.size() == 2 ? "other keeps its" : "others keep their")
+                 << " own (a --snapshot of this net restores each)";
   }
 }
 
@@ -625,7 +626,7 @@ void Net<Dtype>::CopyLayerBlobs(int layer_id,
 
 template <typename Dtype>
 void Net<Dtype>::CopyTrainedLayersFrom(const NetParameter& param) {
-  const auto copy_layer = [this](const LayerParameter& source) {
+  const auto copy_layer = [this](const auto& source) {
     // Caffe searches its layers in order: the first of a name takes the weights.
     const auto first = std::find(layer_names_.begin(), layer_names_.end(), source.name());
     if (first == layer_names_.end()) {
@@ -641,7 +642,7 @@ void Net<Dtype>::CopyTrainedLayersFrom(const NetParameter& param) {
 template <typename Dtype>
 void Net<Dtype>::RestoreTrainedLayersFrom(const NetParameter& param) {
   std::map<std::string, int> taken;
-  const auto copy_layer = [this, &taken](const LayerParameter& source) {
+  const auto copy_layer = [this, &taken](const auto& source) {
     int occurrence = taken[source.name()]++;
     for (std::size_t i = 0; i < layer_names_.size(); ++i) {
       if (layer_names_[i] != source.name() || occurrence-- > 0) continue;

@@ -65,7 +65,7 @@ void LoadNetWeights(Net<Dtype>* net, const std::string& files) {
     int with_params = 0;
     std::set<std::string> seen;
     for (std::size_t i = 0; i < net->layers().size(); ++i) {
-      const Layer<Dtype>& layer = *net->layers()[i];
+      Layer<Dtype>& layer = *net->layers()[i];
       const bool first_of_name = seen.insert(layer.name()).second;
       if (layer.blobs().empty()) continue;
       ++with_params;
@@ -103,7 +103,7 @@ void CheckWeightsMatchNet(const Net<Dtype>& net, const NetParameter& weights,
   // For each name, whether each layer of that name, in order, has parameters.
   std::map<std::string, std::vector<bool>> net_layers;
   for (std::size_t i = 0; i < net.layers().size(); ++i) {
-    const Layer<Dtype>& layer = *net.layers()[i];
+    Layer<Dtype>& layer = *net.layers()[i];
     const std::string label = net.layer_label(static_cast<int>(i));
     std::vector<bool>& same_name = net_layers[layer.name()];
     const std::size_t occurrence = same_name.size();

@@ -93,8 +93,8 @@ TEST_F(DuplicateLayerNamesTest, BuildsAndWarnsNamingBothLayersAndWhichGetsTheWei
 
   std::string fc_warning, loss_warning;
   for (const std::string& warning : sink.warnings) {
-    if (warning.find("named 'fc'") != std::string::npos) fc_warning = warning;
-    if (warning.find("named 'loss'") != std::string::npos) loss_warning = warning;
+    if (warning.find("the name 'fc'") != std::string::npos) fc_warning = warning;
+    if (warning.find("the name 'loss'") != std::string::npos) loss_warning = warning;
   }
   ASSERT_FALSE(fc_warning.empty()) << ::testing::PrintToString(sink.warnings);
   ASSERT_FALSE(loss_warning.empty()) << ::testing::PrintToString(sink.warnings);

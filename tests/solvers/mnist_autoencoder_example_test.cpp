@@ -104,11 +104,14 @@ TEST_P(MnistAutoencoderExampleTest, LossIsFiniteAndFalls) {
     for (const auto& means : scores[net]) {
       ASSERT_EQ(means.size(), 3u);
       for (double value : means) EXPECT_TRUE(std::isfinite(value)) << value;
+      // The second layer named "loss" only reports (loss_weight 0): the loss is the first's.
+      EXPECT_NEAR(means[2], means[0], 1e-4 * std::abs(means[0]));
     }
+    // Measured: about 1000 -> 280..350 (cross-entropy) and 120 -> 11..25 (l2) by every solver.
     const std::vector<double>& before = scores[net].front();
     const std::vector<double>& after = scores[net].back();
-    EXPECT_LT(after[0], before[0]) << "cross-entropy " << before[0] << " -> " << after[0];
-    EXPECT_LT(after[2], before[2]) << "loss " << before[2] << " -> " << after[2];
+    EXPECT_LT(after[0], 0.8 * before[0]) << "cross-entropy " << before[0] << " -> " << after[0];
+    EXPECT_LT(after[1], 0.8 * before[1]) << "l2 error " << before[1] << " -> " << after[1];
   }
 }
 
