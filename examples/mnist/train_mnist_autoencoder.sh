@@ -11,12 +11,6 @@ cd "$(dirname "$0")/../.."
 source examples/launch.sh
 variant="${AUTOENCODER_SOLVER:-}"
 need_data data/mnist/get_mnist.sh data/mnist/mnist_train_lmdb data/mnist/mnist_test_lmdb
-# The net reads the LMDBs at Caffe's paths, examples/mnist/mnist_{train,test}_lmdb.
-for set in train test; do
-  if [ ! -e "examples/mnist/mnist_${set}_lmdb" ] && [ -z "${DRY_RUN:-}" ]; then
-    ln -s "../../data/mnist/mnist_${set}_lmdb" "examples/mnist/mnist_${set}_lmdb"
-  fi
-done
 log="examples/mnist/mnist_autoencoder${variant:+_$variant}_np${NP:-1}.log"
 doppio_train "$log" \
   --solver="examples/mnist/mnist_autoencoder_solver${variant:+_$variant}.prototxt" "$@"

@@ -50,7 +50,9 @@ class MnistAutoencoderExampleTest : public ::testing::TestWithParam<std::string>
   static void SetUpTestSuite() {
     root_ = new TempDir();
     const fs::path examples = fs::path(root_->path()) / "examples" / "mnist";
+    const fs::path data = fs::path(root_->path()) / "data" / "mnist";
     fs::create_directories(examples);
+    fs::create_directories(data);
     for (const std::string file :
          {"mnist_autoencoder.prototxt", "mnist_autoencoder_solver.prototxt",
           "mnist_autoencoder_solver_adadelta.prototxt", "mnist_autoencoder_solver_adagrad.prototxt",
@@ -58,8 +60,8 @@ class MnistAutoencoderExampleTest : public ::testing::TestWithParam<std::string>
       fs::copy_file(fs::path(DOPPIO_SOURCE_DIR) / "examples" / "mnist" / file, examples / file);
     }
     // Two batches of 100 to train on, one to test on.
-    testing_data::WriteDatumLmdb((examples / "mnist_train_lmdb").string(), Digits(200, 0));
-    testing_data::WriteDatumLmdb((examples / "mnist_test_lmdb").string(), Digits(100, 7));
+    testing_data::WriteDatumLmdb((data / "mnist_train_lmdb").string(), Digits(200, 0));
+    testing_data::WriteDatumLmdb((data / "mnist_test_lmdb").string(), Digits(100, 7));
   }
   static void TearDownTestSuite() {
     delete root_;
