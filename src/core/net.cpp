@@ -610,15 +610,15 @@ template <typename Dtype>
 void Net<Dtype>::CopyLayerBlobs(int layer_id,
                                 const google::protobuf::RepeatedPtrField<BlobProto>& blobs) {
   auto& target = layers_[layer_id]->blobs();
-  const std::string label = layer_label(layer_id);
   DOPPIO_ENSURE(static_cast<int>(target.size()) == blobs.size())
-      << "cannot copy weights into layer '" << label << "': it has " << target.size()
-      << " parameter blob(s), the weights file has " << blobs.size();
+      << "cannot copy weights into layer '" << layer_label(layer_id) << "': it has "
+      << target.size() << " parameter blob(s), the weights file has " << blobs.size();
   for (int j = 0; j < blobs.size(); ++j) {
     if (!target[j]->ShapeEquals(blobs.Get(j))) {
-      DOPPIO_FAIL() << "cannot copy weights into layer '" << label << "', blob " << j
-                    << ": the weights file has shape " << ShapeString(BlobProtoShape(blobs.Get(j)))
-                    << " but the net has " << target[j]->shape_string();
+      DOPPIO_FAIL() << "cannot copy weights into layer '" << layer_label(layer_id) << "', blob "
+                    << j << ": the weights file has shape "
+                    << ShapeString(BlobProtoShape(blobs.Get(j))) << " but the net has "
+                    << target[j]->shape_string();
     }
     target[j]->FromProto(blobs.Get(j), false);
   }
@@ -673,11 +673,11 @@ void Net<Dtype>::ShareTrainedLayersWith(const Net& other) {
     auto& source = other.layers()[i]->blobs();
     auto& target = layers_[first - layer_names_.begin()]->blobs();
     DOPPIO_ENSURE(source.size() == target.size())
-        << "layer '" << other.layer_names()[i] << "' has " << target.size()
+        << "layer '" << other.layer_label(static_cast<int>(i)) << "' has " << target.size()
         << " parameter blobs here but " << source.size() << " in the net it shares with";
     for (std::size_t j = 0; j < source.size(); ++j) {
       DOPPIO_ENSURE(source[j]->shape() == target[j]->shape())
-          << "layer '" << other.layer_names()[i] << "', blob " << j << ": shape "
+          << "layer '" << other.layer_label(static_cast<int>(i)) << "', blob " << j << ": shape "
           << target[j]->shape_string() << " differs from the shared net's "
           << source[j]->shape_string();
       target[j]->ShareData(*source[j]);
