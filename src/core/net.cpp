@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <sstream>
 
 #include "doppio/core/insert_splits.hpp"
 #include "doppio/core/layer_registry.hpp"
@@ -140,8 +141,6 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     DOPPIO_ENSURE(layer_param.has_name() && !layer_param.name().empty())
         << "layer #" << layer_id << " of net '" << name_ << "' (type " << layer_param.type()
         << ") has no name";
-    DOPPIO_ENSURE(layer_index_.count(layer_param.name()) == 0)
-        << "two layers are named '" << layer_param.name() << "'";
     DOPPIO_ENSURE(layer_param.propagate_down_size() == 0 ||
                   layer_param.propagate_down_size() == layer_param.bottom_size())
         << "layer '" << layer_param.name() << "' has " << layer_param.propagate_down_size()
@@ -220,6 +219,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     net_output_blob_indices_.push_back(entry.second);
   }
   for (std::size_t i = 0; i < blob_names_.size(); ++i) blob_index_[blob_names_[i]] = i;
+  WarnSharedLayerNames();
 
   // Sharing layers read and write the owner's data and accumulate into its diff.
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -580,30 +580,83 @@ void Net<Dtype>::Update() {
 }
 
 template <typename Dtype>
+std::string Net<Dtype>::layer_label(int layer_id) const {
+  const std::string& name = layer_names_[layer_id];
+  if (std::count(layer_names_.begin(), layer_names_.end(), name) < 2) return name;
+  return name + "#" + std::to_string(layer_id);
+}
+
+template <typename Dtype>
+void Net<Dtype>::WarnSharedLayerNames() const {
+  std::map<std::string, std::vector<int>> ids_by_name;
+  for (std::size_t i = 0; i < layer_names_.size(); ++i) {
+    ids_by_name[layer_names_[i]].push_back(static_cast<int>(i));
+  }
+  for (const auto& entry : ids_by_name) {
+    const std::vector<int>& ids = entry.second;
+    if (ids.size() < 2) continue;
+    std::ostringstream layers;
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      if (k > 0) layers << (k + 1 == ids.size() ? " and " : ", ");
+      layers << "#" << ids[k] << " (" << layers_[ids[k]]->type() << ")";
+    }
+    LOG(WARNING) << "Net '" << name_ << "' (" << Phase_Name(phase_) << "): layers " << layers.str()
+                 << " share the name '" << entry.first
+                 << "'. As in Caffe, weights loaded by that name (--weights, and a test net's "
+                    "share of the train net's) go to the first, layer #"
+                 << ids.front() << "; the "
+                 << (ids.size() == 2 ? "other keeps its" : "others keep their")
+                 << " own (a --snapshot of this net restores each)";
+  }
+}
+
+template <typename Dtype>
+void Net<Dtype>::CopyLayerBlobs(int layer_id,
+                                const google::protobuf::RepeatedPtrField<BlobProto>& blobs) {
+  auto& target = layers_[layer_id]->blobs();
+  DOPPIO_ENSURE(static_cast<int>(target.size()) == blobs.size())
+      << "cannot copy weights into layer '" << layer_label(layer_id) << "': it has "
+      << target.size() << " parameter blob(s), the weights file has " << blobs.size();
+  for (int j = 0; j < blobs.size(); ++j) {
+    if (!target[j]->ShapeEquals(blobs.Get(j))) {
+      DOPPIO_FAIL() << "cannot copy weights into layer '" << layer_label(layer_id) << "', blob "
+                    << j << ": the weights file has shape "
+                    << ShapeString(BlobProtoShape(blobs.Get(j))) << " but the net has "
+                    << target[j]->shape_string();
+    }
+    target[j]->FromProto(blobs.Get(j), false);
+  }
+}
+
+template <typename Dtype>
 void Net<Dtype>::CopyTrainedLayersFrom(const NetParameter& param) {
-  const auto copy_layer = [this](const std::string& source_name,
-                                 const google::protobuf::RepeatedPtrField<BlobProto>& blobs) {
-    auto it = layer_index_.find(source_name);
-    if (it == layer_index_.end()) {
-      LOG(INFO) << "Ignoring source layer " << source_name;
+  const auto copy_layer = [this](const auto& source) {
+    // Caffe searches its layers in order: the first of a name takes the weights.
+    const auto first = std::find(layer_names_.begin(), layer_names_.end(), source.name());
+    if (first == layer_names_.end()) {
+      LOG(INFO) << "Ignoring source layer " << source.name();
       return;
     }
-    auto& target = layers_[it->second]->blobs();
-    DOPPIO_ENSURE(static_cast<int>(target.size()) == blobs.size())
-        << "cannot copy weights into layer '" << source_name << "': it has " << target.size()
-        << " parameter blob(s), the weights file has " << blobs.size();
-    for (int j = 0; j < blobs.size(); ++j) {
-      if (!target[j]->ShapeEquals(blobs.Get(j))) {
-        DOPPIO_FAIL() << "cannot copy weights into layer '" << source_name << "', blob " << j
-                      << ": the weights file has shape "
-                      << ShapeString(BlobProtoShape(blobs.Get(j))) << " but the net has "
-                      << target[j]->shape_string();
-      }
-      target[j]->FromProto(blobs.Get(j), false);
-    }
+    CopyLayerBlobs(static_cast<int>(first - layer_names_.begin()), source.blobs());
   };
-  for (const auto& layer : param.layer()) copy_layer(layer.name(), layer.blobs());
-  for (const auto& layer : param.layers()) copy_layer(layer.name(), layer.blobs());
+  for (const auto& layer : param.layer()) copy_layer(layer);
+  for (const auto& layer : param.layers()) copy_layer(layer);
+}
+
+template <typename Dtype>
+void Net<Dtype>::RestoreTrainedLayersFrom(const NetParameter& param) {
+  std::map<std::string, int> taken;
+  const auto copy_layer = [this, &taken](const auto& source) {
+    int occurrence = taken[source.name()]++;
+    for (std::size_t i = 0; i < layer_names_.size(); ++i) {
+      if (layer_names_[i] != source.name() || occurrence-- > 0) continue;
+      CopyLayerBlobs(static_cast<int>(i), source.blobs());
+      return;
+    }
+    LOG(INFO) << "Ignoring source layer " << source.name();
+  };
+  for (const auto& layer : param.layer()) copy_layer(layer);
+  for (const auto& layer : param.layers()) copy_layer(layer);
 }
 
 template <typename Dtype>
@@ -618,16 +671,17 @@ void Net<Dtype>::CopyTrainedLayersFromFile(const std::string& path) {
 template <typename Dtype>
 void Net<Dtype>::ShareTrainedLayersWith(const Net& other) {
   for (std::size_t i = 0; i < other.layers().size(); ++i) {
-    auto it = layer_index_.find(other.layer_names()[i]);
-    if (it == layer_index_.end()) continue;
+    // As CopyTrainedLayersFrom: the first layer of the name here takes the weights.
+    const auto first = std::find(layer_names_.begin(), layer_names_.end(), other.layer_names()[i]);
+    if (first == layer_names_.end()) continue;
     auto& source = other.layers()[i]->blobs();
-    auto& target = layers_[it->second]->blobs();
+    auto& target = layers_[first - layer_names_.begin()]->blobs();
     DOPPIO_ENSURE(source.size() == target.size())
-        << "layer '" << other.layer_names()[i] << "' has " << target.size()
+        << "layer '" << other.layer_label(static_cast<int>(i)) << "' has " << target.size()
         << " parameter blobs here but " << source.size() << " in the net it shares with";
     for (std::size_t j = 0; j < source.size(); ++j) {
       DOPPIO_ENSURE(source[j]->shape() == target[j]->shape())
-          << "layer '" << other.layer_names()[i] << "', blob " << j << ": shape "
+          << "layer '" << other.layer_label(static_cast<int>(i)) << "', blob " << j << ": shape "
           << target[j]->shape_string() << " differs from the shared net's "
           << source[j]->shape_string();
       target[j]->ShareData(*source[j]);

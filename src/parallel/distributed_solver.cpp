@@ -141,8 +141,8 @@ void DistributedSolver<Dtype>::InstallHooks() {
     std::vector<std::string> forward_names, backward_names;
     std::vector<const char*> forward_categories;
     for (std::size_t i = 0; i < net->layers().size(); ++i) {
-      forward_names.push_back("forward " + net->layer_names()[i]);
-      backward_names.push_back("backward " + net->layer_names()[i]);
+      forward_names.push_back("forward " + net->layer_label(static_cast<int>(i)));
+      backward_names.push_back("backward " + net->layer_label(static_cast<int>(i)));
       const std::string type = net->layers()[i]->type();
       forward_categories.push_back(LayerTypeTraits(type).reads_data ? "data wait" : "forward");
     }
@@ -177,8 +177,9 @@ void DistributedSolver<Dtype>::InstallHooks() {
     for (std::size_t t = 0; t < solver_->test_nets().size(); ++t) {
       Net<Dtype>* test_net = solver_->test_nets()[t].get();
       std::vector<std::string> names;
-      for (const std::string& name : test_net->layer_names()) {
-        names.push_back("test #" + std::to_string(t) + " " + name);
+      for (std::size_t i = 0; i < test_net->layers().size(); ++i) {
+        names.push_back("test #" + std::to_string(t) + " " +
+                        test_net->layer_label(static_cast<int>(i)));
       }
       test_net->add_after_forward([this, names](int id) {
         const double now = CommClockSeconds();

@@ -279,7 +279,7 @@ void GradientSync<Dtype>::AfterBackward(int layer_id) {
     for (int bucket : layer_buckets_[layer_id]) {
       DOPPIO_ENSURE(pending_[bucket] > 0)
           << "gradient bucket " << bucket << ": the backward of layer '"
-          << net_->layer_names()[layer_id]
+          << net_->layer_label(layer_id)
           << "' finished a gradient of it after all of them were final (a layer's backward "
              "reported twice in one pass?)";
       --pending_[bucket];

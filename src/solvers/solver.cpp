@@ -157,7 +157,8 @@ void NoteRepeatedTestRecords(const Net<Dtype>& net, int test_net_id, int test_it
     if (batches <= pass) continue;
     std::ostringstream text;
     text << "Test net #" << test_net_id << " runs " << batches << " batches per test here, but one "
-         << "pass over the data of layer '" << net.layer_names()[i] << "' takes " << pass << ": ";
+         << "pass over the data of layer '" << net.layer_label(static_cast<int>(i)) << "' takes "
+         << pass << ": ";
     if (batches % pass == 0) {
       LOG(INFO) << text.str() << "every record is scored " << batches / pass
                 << " times (the same score as test_iter " << pass << ", at " << batches / pass
@@ -527,7 +528,7 @@ void Solver<Dtype>::RestoreFrom(const SolverState& state, const NetParameter& we
       << state_origin << ": no iteration count, or a negative one";
   CheckWeightsMatchNet(*net_, weights, weights_origin);
   CheckSolverState(state, state_origin);
-  net_->CopyTrainedLayersFrom(weights);
+  net_->RestoreTrainedLayersFrom(weights);
   iter_ = state.iter();
   current_step_ = state.current_step();
   RestoreSolverState(state);

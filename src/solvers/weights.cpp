@@ -2,7 +2,9 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "doppio/util/io.hpp"
@@ -11,18 +13,25 @@ namespace doppio {
 
 namespace {
 
-// Layer name -> the shapes of its blobs, for current and V1 layer entries alike.
-std::map<std::string, std::vector<std::vector<int>>> LayerBlobShapes(const NetParameter& param) {
-  std::map<std::string, std::vector<std::vector<int>>> shapes;
-  for (const auto& layer : param.layer()) {
-    auto& entry = shapes[layer.name()];
-    for (const auto& blob : layer.blobs()) entry.push_back(BlobProtoShape(blob));
-  }
-  for (const auto& layer : param.layers()) {
-    auto& entry = shapes[layer.name()];
-    for (const auto& blob : layer.blobs()) entry.push_back(BlobProtoShape(blob));
-  }
+using BlobShapes = std::vector<std::vector<int>>;
+
+// Layer name -> the shapes of the blobs of each layer of that name, in file order, for
+// current and V1 layer entries alike.
+std::map<std::string, std::vector<BlobShapes>> LayerBlobShapes(const NetParameter& param) {
+  std::map<std::string, std::vector<BlobShapes>> shapes;
+  const auto add = [&shapes](const std::string& name,
+                             const google::protobuf::RepeatedPtrField<BlobProto>& blobs) {
+    BlobShapes& entry = shapes[name].emplace_back();
+    for (const auto& blob : blobs) entry.push_back(BlobProtoShape(blob));
+  };
+  for (const auto& layer : param.layer()) add(layer.name(), layer.blobs());
+  for (const auto& layer : param.layers()) add(layer.name(), layer.blobs());
   return shapes;
+}
+
+int CountWithWeights(const std::vector<BlobShapes>& layers) {
+  return static_cast<int>(std::count_if(layers.begin(), layers.end(),
+                                        [](const BlobShapes& blobs) { return !blobs.empty(); }));
 }
 
 std::vector<std::string> SplitFiles(const std::string& files) {
@@ -54,14 +63,31 @@ void LoadNetWeights(Net<Dtype>* net, const std::string& files) {
     const auto shapes = LayerBlobShapes(weights);
     int matched = 0;
     int with_params = 0;
-    for (const auto& layer : net->layers()) {
-      if (layer->blobs().empty()) continue;
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < net->layers().size(); ++i) {
+      Layer<Dtype>& layer = *net->layers()[i];
+      const bool first_of_name = seen.insert(layer.name()).second;
+      if (layer.blobs().empty()) continue;
       ++with_params;
-      auto it = shapes.find(layer->name());
-      if (it != shapes.end() && !it->second.empty()) ++matched;
+      auto it = shapes.find(layer.name());
+      const int in_file = it == shapes.end() ? 0 : CountWithWeights(it->second);
+      if (in_file == 0) continue;
+      if (first_of_name) {
+        ++matched;
+        if (in_file > 1) {
+          LOG(WARNING) << file << " holds " << in_file << " layers named '" << layer.name()
+                       << "' with weights; as in Caffe, each is copied in turn into layer #" << i
+                       << " (" << layer.type() << "), the first of that name, and the last stays";
+        }
+      } else {
+        LOG(WARNING) << "Layer #" << i << " '" << layer.name() << "' (" << layer.type()
+                     << ") of net '" << net->name() << "' keeps its initial weights: as in "
+                     << "Caffe, the weights for '" << layer.name() << "' in " << file
+                     << " go to the first layer of that name";
+      }
     }
     DOPPIO_ENSURE(with_params == 0 || matched > 0)
-        << file << ": none of its " << shapes.size()
+        << file << ": none of its " << weights.layer_size() + weights.layers_size()
         << " layers matches a layer with weights in net '" << net->name()
         << "' by name; is it a .caffemodel for this net?";
     net->CopyTrainedLayersFrom(weights);
@@ -74,31 +100,40 @@ template <typename Dtype>
 void CheckWeightsMatchNet(const Net<Dtype>& net, const NetParameter& weights,
                           const std::string& origin) {
   const auto shapes = LayerBlobShapes(weights);
-  std::map<std::string, bool> net_layers;
-  for (const auto& layer : net.layers()) {
-    net_layers[layer->name()] = !layer->blobs().empty();
-    if (layer->blobs().empty()) continue;
-    auto it = shapes.find(layer->name());
-    DOPPIO_ENSURE(it != shapes.end()) << origin << " is from a different net: it has no layer '"
-                                      << layer->name() << "', which net '" << net.name() << "' has";
-    const auto& blobs = layer->blobs();
-    DOPPIO_ENSURE(it->second.size() == blobs.size())
-        << origin << " is from a different net: layer '" << layer->name() << "' has "
-        << it->second.size() << " blobs there but " << blobs.size() << " in net '" << net.name()
-        << "'";
+  // For each name, whether each layer of that name, in order, has parameters.
+  std::map<std::string, std::vector<bool>> net_layers;
+  for (std::size_t i = 0; i < net.layers().size(); ++i) {
+    Layer<Dtype>& layer = *net.layers()[i];
+    const std::string label = net.layer_label(static_cast<int>(i));
+    std::vector<bool>& same_name = net_layers[layer.name()];
+    const std::size_t occurrence = same_name.size();
+    same_name.push_back(!layer.blobs().empty());
+    if (layer.blobs().empty()) continue;
+    auto it = shapes.find(layer.name());
+    DOPPIO_ENSURE(it != shapes.end() && occurrence < it->second.size())
+        << origin << " is from a different net: it has no layer '" << label << "', which net '"
+        << net.name() << "' has";
+    const BlobShapes& file_blobs = it->second[occurrence];
+    const auto& blobs = layer.blobs();
+    DOPPIO_ENSURE(file_blobs.size() == blobs.size())
+        << origin << " is from a different net: layer '" << label << "' has " << file_blobs.size()
+        << " blobs there but " << blobs.size() << " in net '" << net.name() << "'";
     for (std::size_t k = 0; k < blobs.size(); ++k) {
-      DOPPIO_ENSURE(it->second[k] == blobs[k]->shape())
-          << origin << " is from a different net: blob " << k << " of layer '" << layer->name()
-          << "' has shape " << ShapeString(it->second[k]) << " there but "
+      DOPPIO_ENSURE(file_blobs[k] == blobs[k]->shape())
+          << origin << " is from a different net: blob " << k << " of layer '" << label
+          << "' has shape " << ShapeString(file_blobs[k]) << " there but "
           << blobs[k]->shape_string() << " in net '" << net.name() << "'";
     }
   }
   for (const auto& entry : shapes) {
-    if (entry.second.empty()) continue;
     auto it = net_layers.find(entry.first);
-    DOPPIO_ENSURE(it != net_layers.end() && it->second)
-        << origin << " is from a different net: it holds weights for layer '" << entry.first
-        << "', which net '" << net.name() << "' does not have";
+    for (std::size_t k = 0; k < entry.second.size(); ++k) {
+      if (entry.second[k].empty()) continue;
+      DOPPIO_ENSURE(it != net_layers.end() && k < it->second.size() && it->second[k])
+          << origin << " is from a different net: it holds weights for "
+          << (k == 0 ? "" : "another ") << "layer '" << entry.first << "', which net '"
+          << net.name() << "' does not have";
+    }
   }
 }
 

@@ -216,12 +216,30 @@ NetParameter ReadNetParamsFromTextString(const std::string& text, const std::str
 }
 
 NetParameter ReadNetParamsFromTextFile(const std::string& path) {
-  return ReadNetParamsFromTextString(ReadWholeFile(path), path);
+  NetParameter param = ReadNetParamsFromTextString(ReadWholeFile(path), path);
+  // Caffe builds a net of no layers from an empty file and "trains" or times it without a
+  // word; a net whose every layer is filtered out for one phase is still allowed (in Net).
+  DOPPIO_ENSURE(param.layer_size() > 0)
+      << path << ": defines no layers (an empty file, or not a net prototxt?)";
+  return param;
 }
 
 SolverParameter ReadSolverParamsFromTextFile(const std::string& path) {
   SolverParameter param;
   ReadProtoFromTextFile(path, &param);
+  DOPPIO_ENSURE(param.has_net() || param.has_net_param() || param.has_train_net() ||
+                param.has_train_net_param())
+      << path << ": no training net; set one of net, net_param, train_net or train_net_param "
+      << "(an empty file, or not a solver prototxt?)";
+  const auto ensure_layers = [&path](const NetParameter& net, const std::string& field) {
+    DOPPIO_ENSURE(net.layer_size() > 0 || net.layers_size() > 0)
+        << path << ": its " << field << " defines no layers";
+  };
+  if (param.has_net_param()) ensure_layers(param.net_param(), "net_param");
+  if (param.has_train_net_param()) ensure_layers(param.train_net_param(), "train_net_param");
+  for (int i = 0; i < param.test_net_param_size(); ++i) {
+    ensure_layers(param.test_net_param(i), "test_net_param #" + std::to_string(i));
+  }
   return param;
 }
 

@@ -130,17 +130,24 @@ std::vector<int> ImageShapeOf(const NetParameter& param) {
   return {};
 }
 
-// Builds a train/test net in both phases at batch 2 and runs forward and backward.
-void RunTrainVal(const std::string& file) {
+// Builds a train/test net at batch 2 for TRAIN and for each of the solver's test states (a
+// plain TEST when it gives none), and runs forward and backward.
+void RunTrainVal(const std::string& file, const SolverParameter& solver) {
   SCOPED_TRACE(file);
   const NetParameter param = ReadNetParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) + "/" + file);
-  for (Phase phase : {TRAIN, TEST}) {
+  std::vector<NetState> states(1);
+  states[0].set_phase(TRAIN);
+  for (const NetState& test_state : solver.test_state()) states.push_back(test_state);
+  if (solver.test_state_size() == 0) states.emplace_back();
+  for (std::size_t i = 1; i < states.size(); ++i) states[i].set_phase(TEST);
+  for (const NetState& state : states) {
+    const Phase phase = state.phase();
     NetParameter phased = WithSyntheticInputs(param, 2, ImageShapeOf(param));
-    phased.mutable_state()->set_phase(phase);
+    *phased.mutable_state() = state;
     Net<float> net(phased);
     float loss = 0;
     net.Forward(&loss);
-    EXPECT_TRUE(std::isfinite(loss)) << Phase_Name(phase);
+    EXPECT_TRUE(std::isfinite(loss)) << state.ShortDebugString();
     if (phase == TRAIN) {
       net.ClearParamDiffs();
       net.Backward();
@@ -170,7 +177,7 @@ TEST(AllPrototxts, EverySolverNamesAnExistingNetThatTrainsAndTests) {
     EXPECT_GT(solver.max_iter(), 0);
     EXPECT_GT(solver.base_lr(), 0);
     // The models/ nets are checked by ReferenceModelTest; the rest here.
-    if (solver.net().rfind("models/", 0) != 0) RunTrainVal(solver.net());
+    if (solver.net().rfind("models/", 0) != 0) RunTrainVal(solver.net(), solver);
   }
   EXPECT_GE(solvers, 6);
 }

@@ -97,10 +97,10 @@ int TimeCommand() {
   const double n = FLAGS_iterations;
   LOG(INFO) << "Average time per layer: ";
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    LOG(INFO) << std::string(10 - std::min<size_t>(10, net.layer_names()[i].size()), ' ')
-              << net.layer_names()[i] << "\tforward: " << forward_ms[i] / n << " ms.";
-    LOG(INFO) << std::string(10 - std::min<size_t>(10, net.layer_names()[i].size()), ' ')
-              << net.layer_names()[i] << "\tbackward: " << backward_ms[i] / n << " ms.";
+    const std::string label = net.layer_label(static_cast<int>(i));
+    const std::string pad(10 - std::min<size_t>(10, label.size()), ' ');
+    LOG(INFO) << pad << label << "\tforward: " << forward_ms[i] / n << " ms.";
+    LOG(INFO) << pad << label << "\tbackward: " << backward_ms[i] / n << " ms.";
   }
   LOG(INFO) << "Average Forward pass: " << forward_total / n << " ms.";
   LOG(INFO) << "Average Backward pass: " << backward_total / n << " ms.";
@@ -113,7 +113,7 @@ int TimeCommand() {
   std::printf("%-28s %-18s %12s %12s %7s\n", "layer", "type", "forward ms", "backward ms", "share");
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const double f = forward_ms[i] / n, b = backward_ms[i] / n;
-    std::printf("%-28s %-18s %12.3f %12.3f %6.1f%%\n", net.layer_names()[i].c_str(),
+    std::printf("%-28s %-18s %12.3f %12.3f %6.1f%%\n", net.layer_label(static_cast<int>(i)).c_str(),
                 layers[i]->type(), f, b, all > 0 ? 100.0 * (f + b) / all : 0.0);
   }
   std::printf("%-28s %-18s %12.3f %12.3f %6.1f%%\n", "total", "", forward_total / n,

@@ -49,10 +49,16 @@ class Net {
   void Update();
 
   // Copies weights layer by layer, by name, from a trained net (Caffe's fine-tuning rule:
-  // layers absent from `param` keep their values). A shape mismatch throws Error naming the
-  // layer, the blob index and both shapes.
+  // layers absent from `param` keep their values). As in Caffe, each layer of `param` goes to
+  // the FIRST layer of this net with its name: a later layer of the same name keeps its
+  // values, and two layers of one name in `param` both write that first layer. A shape
+  // mismatch throws Error naming the layer, the blob index and both shapes.
   void CopyTrainedLayersFrom(const NetParameter& param);
   void CopyTrainedLayersFromFile(const std::string& path);
+  // For weights this very net wrote (a snapshot): the k-th layer of a name in `param` goes to
+  // the k-th layer of that name here, so layers that share a name each get their own back.
+  void RestoreTrainedLayersFrom(const NetParameter& param);
+  // Shares the weights of `other`'s layers by name, by Caffe's rule of CopyTrainedLayersFrom.
   void ShareTrainedLayersWith(const Net& other);
   void ToProto(NetParameter* param, bool write_diff = false) const;
 
@@ -63,6 +69,9 @@ class Net {
   // Moves every layer to `gpu` (null: the CPU). Engines stay those chosen at construction.
   void SetGpu(std::shared_ptr<GpuContext> gpu);
   const std::vector<std::string>& layer_names() const { return layer_names_; }
+  // The layer's name, or "name#index" where other layers share the name: for timings, traces
+  // and messages that must tell those layers apart.
+  std::string layer_label(int layer_id) const;
   const std::vector<std::string>& blob_names() const { return blob_names_; }
   const std::vector<std::shared_ptr<Blob<Dtype>>>& blobs() const { return blobs_; }
   const std::vector<std::shared_ptr<Layer<Dtype>>>& layers() const { return layers_; }
@@ -118,6 +127,7 @@ class Net {
   bool has_blob(const std::string& name) const { return blob_index_.count(name) > 0; }
   std::shared_ptr<Blob<Dtype>> blob_by_name(const std::string& name) const;
   bool has_layer(const std::string& name) const { return layer_index_.count(name) > 0; }
+  // Where layers share a name, the last of them (as in Caffe).
   std::shared_ptr<Layer<Dtype>> layer_by_name(const std::string& name) const;
 
   void add_after_backward(BackwardCallback callback) {
@@ -145,6 +155,8 @@ class Net {
   void AppendParam(const NetParameter& param, int layer_id, int param_id);
   void DecideBackward(const NetParameter& param);
   void BuildArena();
+  void WarnSharedLayerNames() const;
+  void CopyLayerBlobs(int layer_id, const google::protobuf::RepeatedPtrField<BlobProto>& blobs);
 
   std::string name_;
   Phase phase_;

@@ -15,7 +15,8 @@ template <typename Dtype>
 void LoadNetWeights(Net<Dtype>* net, const std::string& files);
 
 // Checks that `weights` was written for a net of exactly this structure: every layer with
-// parameters is present in both with the same number and shapes of blobs. Throws Error
+// parameters is present in both with the same number and shapes of blobs (layers that share
+// a name are paired in order, as Net::RestoreTrainedLayersFrom pairs them). Throws Error
 // naming `origin` and the first mismatch.
 template <typename Dtype>
 void CheckWeightsMatchNet(const Net<Dtype>& net, const NetParameter& weights,
