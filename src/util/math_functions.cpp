@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "doppio/util/rng.hpp"
 
@@ -66,6 +67,23 @@ void cpu_axpy<float>(int n, float alpha, const float* x, float* y) {
 template <>
 void cpu_axpy<double>(int n, double alpha, const double* x, double* y) {
   cblas_daxpy(n, alpha, x, 1, y, 1);
+}
+
+template <typename Dtype>
+bool cpu_axpy_finite(std::size_t n, Dtype alpha, const Dtype* x, Dtype* y) {
+  // A value is NaN or infinite when its exponent bits are all ones. Tested on the bits with an
+  // integer OR, the loop vectorises as well as a plain axpy (std::isfinite would stop it).
+  using Bits = std::conditional_t<sizeof(Dtype) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits kExponent = sizeof(Dtype) == 4 ? Bits(0x7f800000u) : Bits(0x7ff0000000000000ull);
+  Bits non_finite = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Dtype value = y[i] + alpha * x[i];
+    y[i] = value;
+    Bits bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    non_finite |= (bits & kExponent) == kExponent;
+  }
+  return non_finite == 0;
 }
 
 template <typename Dtype>
@@ -193,6 +211,7 @@ void rng_bernoulli(int n, Dtype p, Rng& rng, unsigned int* r) {
 void SetBlasThreads(int threads) { openblas_set_num_threads(threads); }
 
 #define DOPPIO_INSTANTIATE_MATH(Dtype)                                     \
+  template bool cpu_axpy_finite<Dtype>(std::size_t, Dtype, const Dtype*, Dtype*); \
   template void cpu_axpby<Dtype>(int, Dtype, const Dtype*, Dtype, Dtype*); \
   template void cpu_scale<Dtype>(int, Dtype, const Dtype*, Dtype*);        \
   template void cpu_copy<Dtype>(int, const Dtype*, Dtype*);                \
