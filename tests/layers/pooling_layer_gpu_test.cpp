@@ -73,7 +73,7 @@ TYPED_TEST(PoolingLayerGpuTest, MaxPropagatesNaNAsTheCpuDoes) {
         gpu_layer->Forward(gb, gt);
         int nan_outputs = 0;
         for (int i = 0; i < cpu_top.count(); ++i) nan_outputs += std::isnan(cpu_top.cpu_data()[i]);
-        EXPECT_GE(nan_outputs, 4);
+        EXPECT_GE(nan_outputs, 3);
         ExpectSame(cpu_top.cpu_data(), gpu_top.cpu_data(), cpu_top.count(), "top");
         if (tops == 2)
           ExpectSame(cpu_mask.cpu_data(), gpu_mask.cpu_data(), cpu_mask.count(), "mask");
@@ -84,7 +84,7 @@ TYPED_TEST(PoolingLayerGpuTest, MaxPropagatesNaNAsTheCpuDoes) {
         gpu_layer->Backward(gt, {true}, gb);
         ExpectSame(cpu_bottom.cpu_diff(), gpu_bottom.cpu_diff(), cpu_bottom.count(), "bottom diff");
         // The gradient reaches the NaNs.
-        EXPECT_NE(cpu_bottom.cpu_diff()[13], Dtype(0));
+        EXPECT_NE(cpu_bottom.cpu_diff()[12], Dtype(0));
       }
     }
   }

@@ -130,13 +130,18 @@ TYPED_TEST(PoolingLayerTest, MaxPropagatesNaNAndRoutesItsGradientThere) {
         }
         const int o = ph * pooled_w + pw;
         EXPECT_EQ(static_cast<int>(mask.cpu_data()[o]), best_index) << "output " << o;
+        top.mutable_cpu_diff()[o] = TypeParam(o + 1);
+        if (best_index < 0) {
+          // Wholly outside the image (CEIL with stride > kernel): 0, and no gradient.
+          EXPECT_EQ(top.cpu_data()[o], TypeParam(0)) << "output " << o;
+          continue;
+        }
         if (std::isnan(best)) {
           ++nan_windows;
           EXPECT_TRUE(std::isnan(top.cpu_data()[o])) << "output " << o;
         } else {
           EXPECT_EQ(top.cpu_data()[o], best) << "output " << o;
         }
-        top.mutable_cpu_diff()[o] = TypeParam(o + 1);
         expected_diff[best_index] += TypeParam(o + 1);
       }
     }

@@ -239,7 +239,7 @@ TEST_F(ParallelCliTest, ANaNOnOneRankStopsEveryRankWithExitCode3AndNoSnapshotOfI
   EXPECT_EQ(result.exit_code, 3) << result.output;
   EXPECT_LT(result.seconds, 30) << result.output;
   // Every rank logs rank 1's message.
-  const std::string message = "rank 1: Iteration 3 (lr = 0.05): training diverged: the loss is nan";
+  const std::string message = "rank 1: Iteration 3 (lr = 0.05): training diverged: ";
   EXPECT_EQ(CountLines(result.output, message), 2) << result.output;
   EXPECT_CONTAINS(result.output, "top blob 'data' of layer 'data' (Data)");
   EXPECT_TRUE(fs::exists(Path("nan_iter_3.caffemodel")));
