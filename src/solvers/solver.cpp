@@ -385,7 +385,8 @@ void Solver<Dtype>::NoteNonFinite(Dtype loss, bool weights_finite) {
   std::ostringstream text;
   text << "Iteration " << iter_ << " (lr = " << GetLearningRate() << "): training diverged: ";
   if (!loss_finite) text << "the loss is " << loss;
-  if (!weights_finite) text << (loss_finite ? "" : ", and ") << "the update made weights NaN or infinite";
+  if (!weights_finite)
+    text << (loss_finite ? "" : ", and ") << "the update made weights NaN or infinite";
   const std::string where = LocateNonFinite(&divergence.in_forward);
   if (!where.empty()) text << "; the first NaN or infinity is in " << where;
   divergence.message = text.str();
@@ -393,8 +394,9 @@ void Solver<Dtype>::NoteNonFinite(Dtype loss, bool weights_finite) {
     LOG(WARNING) << divergence.message << "; going on (--allow_nonfinite)";
     return;
   }
-  divergence.message += ". Stopping; the snapshots written before this iteration are intact "
-                        "(lower base_lr, or check the data)";
+  divergence.message +=
+      ". Stopping; the snapshots written before this iteration are intact "
+      "(lower base_lr, or check the data)";
   divergence_ = std::move(divergence);
 }
 
@@ -597,11 +599,11 @@ void Solver<Dtype>::Snapshot() {
 // Both files are checked before either is written: no half snapshot is left either.
 template <typename Dtype>
 void Solver<Dtype>::CheckSnapshotIsFinite(const NetParameter& weights,
-                                          const std::string& weights_file,
-                                          const SolverState& state,
+                                          const std::string& weights_file, const SolverState& state,
                                           const std::string& state_file) const {
-  const char* why = " holds NaN or infinity (training diverged); the snapshots written before "
-                    "are intact (--allow_nonfinite writes it anyway)";
+  const char* why =
+      " holds NaN or infinity (training diverged); the snapshots written before "
+      "are intact (--allow_nonfinite writes it anyway)";
   for (const LayerParameter& layer : weights.layer()) {
     for (int k = 0; k < layer.blobs_size(); ++k) {
       if (BlobProtoIsFinite(layer.blobs(k))) continue;

@@ -72,7 +72,7 @@ void cpu_axpy<double>(int n, double alpha, const double* x, double* y) {
 template <typename Dtype>
 bool cpu_axpy_finite(std::size_t n, Dtype alpha, const Dtype* x, Dtype* y) {
   // A value is NaN or infinite when its exponent bits are all ones. Tested on the bits with an
-  // integer OR, the loop vectorises as well as a plain axpy (std::isfinite would stop it).
+  // integer OR, the loop vectorises (std::isfinite would stop it).
   using Bits = std::conditional_t<sizeof(Dtype) == 4, std::uint32_t, std::uint64_t>;
   constexpr Bits kExponent = sizeof(Dtype) == 4 ? Bits(0x7f800000u) : Bits(0x7ff0000000000000ull);
   Bits non_finite = 0;
@@ -211,7 +211,6 @@ void rng_bernoulli(int n, Dtype p, Rng& rng, unsigned int* r) {
 void SetBlasThreads(int threads) { openblas_set_num_threads(threads); }
 
 #define DOPPIO_INSTANTIATE_MATH(Dtype)                                     \
-  template bool cpu_axpy_finite<Dtype>(std::size_t, Dtype, const Dtype*, Dtype*); \
   template void cpu_axpby<Dtype>(int, Dtype, const Dtype*, Dtype, Dtype*); \
   template void cpu_scale<Dtype>(int, Dtype, const Dtype*, Dtype*);        \
   template void cpu_copy<Dtype>(int, const Dtype*, Dtype*);                \
@@ -235,6 +234,8 @@ void SetBlasThreads(int threads) { openblas_set_num_threads(threads); }
 
 DOPPIO_INSTANTIATE_MATH(float)
 DOPPIO_INSTANTIATE_MATH(double)
+template bool cpu_axpy_finite<float>(std::size_t, float, const float*, float*);
+template bool cpu_axpy_finite<double>(std::size_t, double, const double*, double*);
 // Integers are copied and cleared too (argmax masks, labels).
 template void cpu_copy<int>(int, const int*, int*);
 template void cpu_set<int>(int, int, int*);
