@@ -177,7 +177,7 @@ class Runner:
         if os.path.exists(timeline):
             os.remove(timeline)
         train = [self.doppio, "train", f"--solver={solver}", f"--timeline={timeline}",
-                 "--allow_nonfinite_loss", "--comm_timeout=300"]
+                 "--allow_nonfinite", "--comm_timeout=300"]
         if hosts == 1:
             command = train
         else:

@@ -567,16 +567,15 @@ void Net<Dtype>::ClearParamDiffs() {
 }
 
 template <typename Dtype>
-void Net<Dtype>::Update() {
-  if (arena_count_ == 0) return;
+bool Net<Dtype>::Update() {
+  if (arena_count_ == 0) return true;
 #ifdef DOPPIO_WITH_CUDA
   if (gpu_) {
-    gpu_axpy(*gpu_, static_cast<int>(arena_count_), Dtype(-1), arena_gpu_diff(),
-             mutable_arena_gpu_data());
-    return;
+    return gpu_axpy_finite(*gpu_, arena_count_, Dtype(-1), arena_gpu_diff(),
+                           mutable_arena_gpu_data());
   }
 #endif
-  cpu_axpy(static_cast<int>(arena_count_), Dtype(-1), arena_diff(), mutable_arena_data());
+  return cpu_axpy_finite(arena_count_, Dtype(-1), arena_diff(), mutable_arena_data());
 }
 
 template <typename Dtype>

@@ -109,6 +109,19 @@ __global__ void AxpbyKernel(long long n, Dtype alpha, const Dtype* x, Dtype beta
 }
 
 template <typename Dtype>
+__global__ void AxpyFiniteKernel(long long n, Dtype alpha, const Dtype* x, Dtype* y,
+                                 int* non_finite) {
+  bool seen = false;
+  DOPPIO_KERNEL_LOOP(i, n) {
+    const Dtype value = y[i] + alpha * x[i];
+    y[i] = value;
+    seen |= !isfinite(value);
+  }
+  // Every writer stores the same 1: no atomic needed.
+  if (seen) *non_finite = 1;
+}
+
+template <typename Dtype>
 __global__ void AddScalarKernel(long long n, Dtype alpha, Dtype* y) {
   DOPPIO_KERNEL_LOOP(i, n) { y[i] += alpha; }
 }
@@ -276,6 +289,26 @@ template <typename Dtype>
 void gpu_axpy(GpuContext& gpu, int n, Dtype alpha, const Dtype* x, Dtype* y) {
   if (n <= 0) return;
   DOPPIO_CUBLAS_CHECK(Cublas<Dtype>::axpy(gpu.cublas(), n, &alpha, x, y));
+}
+
+template <typename Dtype>
+bool gpu_axpy_finite(GpuContext& gpu, std::size_t n, Dtype alpha, const Dtype* x, Dtype* y) {
+  if (n == 0) return true;
+  int* flag = static_cast<int*>(gpu.allocator().Allocate(sizeof(int)));
+  int non_finite = 0;
+  try {
+    DOPPIO_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), gpu.stream()));
+    LaunchKernel("AxpyFiniteKernel", gpu, static_cast<long long>(n), AxpyFiniteKernel<Dtype>,
+                 static_cast<long long>(n), alpha, x, y, flag);
+    DOPPIO_CUDA_CHECK(
+        cudaMemcpyAsync(&non_finite, flag, sizeof(int), cudaMemcpyDeviceToHost, gpu.stream()));
+    DOPPIO_CUDA_CHECK(cudaStreamSynchronize(gpu.stream()));
+  } catch (...) {
+    gpu.allocator().Free(flag);
+    throw;
+  }
+  gpu.allocator().Free(flag);
+  return non_finite == 0;
 }
 
 template <typename Dtype>
@@ -459,6 +492,7 @@ void gpu_rng_bernoulli(GpuContext& gpu, int n, Dtype p, Rng& rng, unsigned int* 
   template void gpu_gemv<Dtype>(GpuContext&, Trans, int, int, Dtype, const Dtype*, const Dtype*,  \
                                 Dtype, Dtype*);                                                   \
   template void gpu_axpy<Dtype>(GpuContext&, int, Dtype, const Dtype*, Dtype*);                   \
+  template bool gpu_axpy_finite<Dtype>(GpuContext&, std::size_t, Dtype, const Dtype*, Dtype*);    \
   template void gpu_axpby<Dtype>(GpuContext&, int, Dtype, const Dtype*, Dtype, Dtype*);           \
   template void gpu_scal<Dtype>(GpuContext&, int, Dtype, Dtype*);                                 \
   template void gpu_scale<Dtype>(GpuContext&, int, Dtype, const Dtype*, Dtype*);                  \

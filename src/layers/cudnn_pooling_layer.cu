@@ -10,7 +10,7 @@ bool CudnnPoolingLayer<Dtype>::Prepare() {
   if (!pooling_desc_) DOPPIO_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pooling_desc_));
   DOPPIO_CUDNN_CHECK(
       cudnnSetPooling2dDescriptor(pooling_desc_, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
-                                  CUDNN_NOT_PROPAGATE_NAN, this->kernel_h_, this->kernel_w_,
+                                  CUDNN_PROPAGATE_NAN, this->kernel_h_, this->kernel_w_,
                                   this->pad_h_, this->pad_w_, this->stride_h_, this->stride_w_));
   bottom_desc_.Set4d<Dtype>(this->num_, this->channels_, this->height_, this->width_);
   int n = 0, c = 0, h = 0, w = 0;

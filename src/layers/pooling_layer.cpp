@@ -1,6 +1,7 @@
 #include "doppio/layers/pooling_layer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -141,9 +142,9 @@ inline void PooledRange(int offset, int stride, int width, int pooled, int* lo, 
 // MAX pooling of output row ph of a float plane, four outputs at a time (stride_w 1 or 2),
 // which runs several times faster than one window at a time. The window's image rows are
 // first copied into scratch rows padded with -inf, so that every tap of every lane reads
-// memory, and padding never wins (the comparison is strict, as in the scalar kernel: the
-// first maximum in the window's row-major order wins; NaN never does). The loop over taps
-// goes row by row and column by column, keeping that order for every lane.
+// memory, and padding never wins (the rule is the scalar kernel's: the first maximum in the
+// window's row-major order wins, a NaN beats any number, a later NaN an earlier one). The
+// loop over taps goes row by row and column by column, keeping that order for every lane.
 template <typename Dtype>
 void PoolingLayer<Dtype>::MaxRowSse2(const float* in, int ph, float* out, int* index,
                                      float* scratch) const {
@@ -177,11 +178,13 @@ void PoolingLayer<Dtype>::MaxRowSse2(const float* in, int ph, float* out, int* i
           v = kw & 1 ? _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))
                      : _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
         }
-        const __m128i greater = _mm_castps_si128(_mm_cmpgt_ps(v, best));
-        best = _mm_max_ps(v, best);  // v > best ? v : best
+        // _mm_max_ps would drop a NaN: take v where it is greater or NaN, as the scalar kernel.
+        const __m128 take = _mm_or_ps(_mm_cmpgt_ps(v, best), _mm_cmpunord_ps(v, v));
+        best = _mm_or_ps(_mm_and_ps(take, v), _mm_andnot_ps(take, best));
+        const __m128i take_index = _mm_castps_si128(take);
         const __m128i candidate = _mm_add_epi32(_mm_set1_epi32(base + kw), lane_step);
-        best_index =
-            _mm_or_si128(_mm_and_si128(greater, candidate), _mm_andnot_si128(greater, best_index));
+        best_index = _mm_or_si128(_mm_and_si128(take_index, candidate),
+                                  _mm_andnot_si128(take_index, best_index));
       }
     }
     // A window without a winner (wholly outside the image) outputs 0.
@@ -236,8 +239,10 @@ void PoolingLayer<Dtype>::ForwardMax(const Dtype* in, Dtype* out, int* mask, Dty
       for (int h = hstart; h < hend; ++h) {
         const Dtype* row = in + h * width_;
         for (int w = wstart; w < wend; ++w) {
-          // Strictly greater: the first maximum wins ties, as in Caffe.
-          if (row[w] > best) {
+          // Strictly greater: the first maximum wins ties, as in Caffe. A NaN wins (a later
+          // one over an earlier one), as in PyTorch: the window outputs NaN, so the loss
+          // shows it, and Backward routes the gradient to the NaN.
+          if (row[w] > best || std::isnan(row[w])) {
             best = row[w];
             best_index = h * width_ + w;
           }

@@ -38,9 +38,11 @@ __global__ void MaxPoolForward(long long n, const Dtype* in, PoolShape s, Dtype*
     int best_index = -1;
     for (int h = hstart; h < hend; ++h) {
       for (int w = wstart; w < wend; ++w) {
-        // Strictly greater: the first maximum wins ties, as on the CPU.
-        if (x[h * s.width + w] > best) {
-          best = x[h * s.width + w];
+        // The CPU's rule: strictly greater (the first maximum wins ties), or NaN (a later
+        // NaN over an earlier one, as in PyTorch), so a NaN reaches the output.
+        const Dtype value = x[h * s.width + w];
+        if (value > best || isnan(value)) {
+          best = value;
           best_index = h * s.width + w;
         }
       }

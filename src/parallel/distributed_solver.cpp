@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <limits>
 #include <sstream>
 
 #include "doppio/core/layer_registry.hpp"
@@ -189,6 +190,15 @@ void DistributedSolver<Dtype>::InstallHooks() {
     }
   }
   net->add_after_backward([this](int id) { sync_->AfterBackward(id); });
+  if (fault_.active() && fault_.mode == "nan") {
+    // The first layer's output of the faulty rank's iteration holds a NaN: a divergence that
+    // this rank's loss shows and the others' do not.
+    net->add_after_forward([this, net](int id) {
+      if (id != 0 || comm_->rank() != fault_.rank || solver_->iter() != fault_.iter) return;
+      if (net->top_vecs()[0].empty() || net->top_vecs()[0][0]->count() == 0) return;
+      net->top_vecs()[0][0]->mutable_cpu_data()[0] = std::numeric_limits<Dtype>::quiet_NaN();
+    });
+  }
 
   SolverCallbacks callbacks;
   callbacks.on_start = [this] {
@@ -241,7 +251,9 @@ void DistributedSolver<Dtype>::InstallHooks() {
   };
   solver_->add_callbacks(callbacks);
   solver_->SetActionFunction([this] {
-    return action_agreement_.Agree(*comm_, local_action_ ? local_action_() : SolverAction::NONE);
+    const std::optional<Divergence>& diverged = solver_->divergence();
+    return action_agreement_.Agree(*comm_, local_action_ ? local_action_() : SolverAction::NONE,
+                                   diverged ? &*diverged : nullptr);
   });
 }
 

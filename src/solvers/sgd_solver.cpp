@@ -33,7 +33,7 @@ void SGDSolver<Dtype>::AddHistorySet() {
 }
 
 template <typename Dtype>
-void SGDSolver<Dtype>::ApplyUpdate() {
+bool SGDSolver<Dtype>::ApplyUpdate() {
   const Dtype rate = this->GetLearningRate();
   if (this->display_now()) {
     LOG(INFO) << "Iteration " << this->iter_ << ", lr = " << rate;
@@ -45,7 +45,7 @@ void SGDSolver<Dtype>::ApplyUpdate() {
     Regularize(param_id);
     ComputeUpdateValue(param_id, rate);
   }
-  this->net_->Update();
+  return this->net_->Update();
 }
 
 template <typename Dtype>

@@ -32,6 +32,41 @@ auto WithContext(const std::string& context, Function&& function) -> decltype(fu
   }
 }
 
+template <typename Value>
+bool AllFinite(int count, const Value* values) {
+  for (int i = 0; i < count; ++i) {
+    if (!std::isfinite(values[i])) return false;
+  }
+  return true;
+}
+
+bool BlobProtoIsFinite(const BlobProto& blob) {
+  return AllFinite(blob.data_size(), blob.data().data()) &&
+         AllFinite(blob.diff_size(), blob.diff().data()) &&
+         AllFinite(blob.double_data_size(), blob.double_data().data()) &&
+         AllFinite(blob.double_diff_size(), blob.double_diff().data());
+}
+
+// "layer 'conv1' (Convolution)".
+template <typename Dtype>
+std::string LayerName(const Net<Dtype>& net, int layer) {
+  return "layer '" + net.layer_names()[layer] + "' (" + net.layers()[layer]->type() + ")";
+}
+
+// "param #0 of layer 'conv1' (Convolution)" for one of the net's parameter blobs.
+template <typename Dtype>
+std::string ParamName(const Net<Dtype>& net, const Blob<Dtype>* param) {
+  for (std::size_t i = 0; i < net.layers().size(); ++i) {
+    const auto& blobs = net.layers()[i]->blobs();
+    for (std::size_t k = 0; k < blobs.size(); ++k) {
+      if (blobs[k].get() == param) {
+        return "param #" + std::to_string(k) + " of " + LayerName(net, static_cast<int>(i));
+      }
+    }
+  }
+  return "a parameter";
+}
+
 std::string FormatDuration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   long total = static_cast<long>(seconds + 0.5);
@@ -298,15 +333,11 @@ void Solver<Dtype>::Step(int iters) {
     for (auto& callbacks : callbacks_) {
       if (callbacks.on_start) callbacks.on_start();
     }
+    divergence_.reset();
     Dtype loss = 0;
     for (int i = 0; i < param_.iter_size(); ++i) loss += net_->ForwardBackward();
     loss /= param_.iter_size();
-    if (!std::isfinite(static_cast<double>(loss))) {
-      DOPPIO_ENSURE(allow_nonfinite_loss_)
-          << "Iteration " << iter_ << ": the loss is " << loss
-          << "; training diverged (lower base_lr, or check the data). Stopping.";
-      LOG(WARNING) << "Iteration " << iter_ << ": the loss is " << loss << "; going on";
-    }
+    const bool loss_finite = std::isfinite(static_cast<double>(loss));
     UpdateSmoothedLoss(loss, start_iter, average_loss);
     if (display_now()) DisplayProgress(stop_iter);
     for (auto& callbacks : callbacks_) {
@@ -316,9 +347,21 @@ void Solver<Dtype>::Step(int iters) {
     for (auto& callbacks : callbacks_) {
       if (callbacks.apply_update && !callbacks.apply_update()) apply_update = false;
     }
-    if (apply_update) ApplyUpdate();
+    // A non-finite loss is known before the update, which is skipped to keep the weights good;
+    // a NaN or infinity only in the gradients (another replica's, through the allreduce) or
+    // one the step overflowed into is found by the update itself, in its one pass over the
+    // weights, which has already written them: training stops below, before any snapshot.
+    bool weights_finite = true;
+    if (apply_update && (loss_finite || allow_nonfinite_)) weights_finite = ApplyUpdate();
     for (auto& callbacks : callbacks_) {
       if (callbacks.on_update_applied) callbacks.on_update_applied();
+    }
+    NoteNonFinite(loss, weights_finite);
+    if (divergence_) {
+      // The iteration does not count. The poll still comes first: a coordinating trainer's
+      // action function decides there, with its other ranks, that all of them stop.
+      GetRequestedAction();
+      throw Error(divergence_->message, ExitCode::kDiverged);
     }
     // iter_ counts the updates applied so far.
     ++iter_;
@@ -333,6 +376,72 @@ void Solver<Dtype>::Step(int iters) {
       break;
     }
   }
+}
+
+template <typename Dtype>
+void Solver<Dtype>::NoteNonFinite(Dtype loss, bool weights_finite) {
+  const bool loss_finite = std::isfinite(static_cast<double>(loss));
+  if (loss_finite && weights_finite) return;
+  Divergence divergence;
+  std::ostringstream text;
+  text << "Iteration " << iter_ << " (lr = " << GetLearningRate() << "): training diverged: ";
+  if (!loss_finite) text << "the loss is " << loss;
+  if (!weights_finite)
+    text << (loss_finite ? "" : ", and ") << "the update made weights NaN or infinite";
+  const std::string where = LocateNonFinite(&divergence.in_forward);
+  if (!where.empty()) text << "; the first NaN or infinity is in " << where;
+  divergence.message = text.str();
+  if (allow_nonfinite_) {
+    LOG(WARNING) << divergence.message << "; going on (--allow_nonfinite)";
+    return;
+  }
+  divergence.message +=
+      ". Stopping; the snapshots written before this iteration are intact "
+      "(lower base_lr, or check the data)";
+  divergence_ = std::move(divergence);
+}
+
+// Runs only after a NaN or infinity was seen: finds where it first appeared, in the order the
+// iteration computed things: the forward outputs, then the gradients in backward order, then
+// the weights the update wrote.
+template <typename Dtype>
+std::string Solver<Dtype>::LocateNonFinite(bool* in_forward) const {
+  const Net<Dtype>& net = *net_;
+  const int num_layers = static_cast<int>(net.layers().size());
+  *in_forward = true;
+  for (int i = 0; i < num_layers; ++i) {
+    for (std::size_t j = 0; j < net.top_vecs()[i].size(); ++j) {
+      const Blob<Dtype>* top = net.top_vecs()[i][j];
+      if (top->count() > 0 && !AllFinite(top->count(), top->cpu_data())) {
+        return "top blob '" + net.blob_names()[net.top_id_vecs()[i][j]] + "' of " +
+               LayerName(net, i);
+      }
+    }
+  }
+  *in_forward = false;
+  for (int i = num_layers - 1; i >= 0; --i) {
+    if (!net.layer_need_backward()[i]) continue;
+    const auto& params = net.layers()[i]->blobs();
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      if (params[k]->count() > 0 && !AllFinite(params[k]->count(), params[k]->cpu_diff())) {
+        return "the diff of param #" + std::to_string(k) + " of " + LayerName(net, i);
+      }
+    }
+    for (std::size_t j = 0; j < net.bottom_vecs()[i].size(); ++j) {
+      const Blob<Dtype>* bottom = net.bottom_vecs()[i][j];
+      if (net.bottom_need_backward()[i][j] && bottom->count() > 0 &&
+          !AllFinite(bottom->count(), bottom->cpu_diff())) {
+        return "the diff of bottom blob '" + net.blob_names()[net.bottom_id_vecs()[i][j]] +
+               "' of " + LayerName(net, i);
+      }
+    }
+  }
+  for (const Blob<Dtype>* param : net.learnable_params()) {
+    if (param->count() > 0 && !AllFinite(param->count(), param->cpu_data())) {
+      return "the weights of " + ParamName(net, param) + ", which overflowed in the update";
+    }
+  }
+  return "";
 }
 
 template <typename Dtype>
@@ -470,22 +579,49 @@ std::string Solver<Dtype>::SnapshotFilename(const std::string& extension) const 
 
 template <typename Dtype>
 void Solver<Dtype>::Snapshot() {
-  // Weights first, then the state that names them: a failure in between leaves the
-  // previous .solverstate pointing at the previous, intact weights.
   const std::string model_filename = SnapshotFilename(".caffemodel");
-  LOG(INFO) << "Snapshotting to binary proto file " << model_filename;
+  const std::string state_filename = SnapshotFilename(".solverstate");
   NetParameter net_param;
   net_->ToProto(&net_param, param_.snapshot_diff());
-  WriteProtoToBinaryFile(net_param, model_filename);
-
   SolverState state;
   state.set_iter(iter_);
   state.set_learned_net(model_filename);
   state.set_current_step(current_step_);
   SnapshotSolverState(&state);
-  const std::string state_filename = SnapshotFilename(".solverstate");
+  if (!allow_nonfinite_) CheckSnapshotIsFinite(net_param, model_filename, state, state_filename);
+  // Weights first, then the state that names them: a failure in between leaves the
+  // previous .solverstate pointing at the previous, intact weights.
+  LOG(INFO) << "Snapshotting to binary proto file " << model_filename;
+  WriteProtoToBinaryFile(net_param, model_filename);
   LOG(INFO) << "Snapshotting solver state to binary proto file " << state_filename;
   WriteProtoToBinaryFile(state, state_filename);
+}
+
+// Both files are checked before either is written: no half snapshot is left either.
+template <typename Dtype>
+void Solver<Dtype>::CheckSnapshotIsFinite(const NetParameter& weights,
+                                          const std::string& weights_file, const SolverState& state,
+                                          const std::string& state_file) const {
+  const char* why =
+      " holds NaN or infinity (training diverged); the snapshots written before "
+      "are intact (--allow_nonfinite writes it anyway)";
+  for (const LayerParameter& layer : weights.layer()) {
+    for (int k = 0; k < layer.blobs_size(); ++k) {
+      if (BlobProtoIsFinite(layer.blobs(k))) continue;
+      throw Error("Iteration " + std::to_string(iter_) + ": refusing to write the snapshot " +
+                      weights_file + ": param #" + std::to_string(k) + " of layer '" +
+                      layer.name() + "' (" + layer.type() + ")" + why,
+                  ExitCode::kDiverged);
+    }
+  }
+  const auto& params = net_->learnable_params();
+  for (int i = 0; i < state.history_size(); ++i) {
+    if (BlobProtoIsFinite(state.history(i))) continue;
+    throw Error("Iteration " + std::to_string(iter_) + ": refusing to write the snapshot " +
+                    state_file + ": history blob #" + std::to_string(i) + " (of " +
+                    ParamName(*net_, params[i % params.size()]) + ")" + why,
+                ExitCode::kDiverged);
+  }
 }
 
 template <typename Dtype>

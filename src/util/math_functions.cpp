@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "doppio/util/rng.hpp"
 
@@ -66,6 +67,23 @@ void cpu_axpy<float>(int n, float alpha, const float* x, float* y) {
 template <>
 void cpu_axpy<double>(int n, double alpha, const double* x, double* y) {
   cblas_daxpy(n, alpha, x, 1, y, 1);
+}
+
+template <typename Dtype>
+bool cpu_axpy_finite(std::size_t n, Dtype alpha, const Dtype* x, Dtype* y) {
+  // A value is NaN or infinite when its exponent bits are all ones. Tested on the bits with an
+  // integer OR, the loop vectorises (std::isfinite would stop it).
+  using Bits = std::conditional_t<sizeof(Dtype) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits kExponent = sizeof(Dtype) == 4 ? Bits(0x7f800000u) : Bits(0x7ff0000000000000ull);
+  Bits non_finite = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Dtype value = y[i] + alpha * x[i];
+    y[i] = value;
+    Bits bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    non_finite |= (bits & kExponent) == kExponent;
+  }
+  return non_finite == 0;
 }
 
 template <typename Dtype>
@@ -216,6 +234,8 @@ void SetBlasThreads(int threads) { openblas_set_num_threads(threads); }
 
 DOPPIO_INSTANTIATE_MATH(float)
 DOPPIO_INSTANTIATE_MATH(double)
+template bool cpu_axpy_finite<float>(std::size_t, float, const float*, float*);
+template bool cpu_axpy_finite<double>(std::size_t, double, const double*, double*);
 // Integers are copied and cleared too (argmax masks, labels).
 template void cpu_copy<int>(int, const int*, int*);
 template void cpu_set<int>(int, int, int*);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -87,6 +88,67 @@ TYPED_TEST(PoolingLayerTest, MaxCeilOddSize) {
   floor.Forward(b, t1);
   ASSERT_EQ(top.shape(), std::vector<int>({1, 1, 2, 2}));
   this->ExpectTop(top, {9, 6, 8, 9});
+}
+
+// PyTorch's rule, written out: a tap wins when it is greater than the best so far or NaN, so a
+// window holding NaN outputs NaN and its argmax is the window's last NaN in row-major order.
+TYPED_TEST(PoolingLayerTest, MaxPropagatesNaNAndRoutesItsGradientThere) {
+  const TypeParam nan = std::numeric_limits<TypeParam>::quiet_NaN();
+  const int height = 6, width = 11;
+  for (const char* shape : {"kernel_size: 2 stride: 1", "kernel_size: 3 stride: 2",
+                            "kernel_size: 3 stride: 2 pad: 1", "kernel_size: 2 stride: 3"}) {
+    SCOPED_TRACE(shape);
+    Blob<TypeParam> bottom({1, 1, height, width}), top, mask;
+    this->FillDistinct(&bottom);
+    TypeParam* in = bottom.mutable_cpu_data();
+    // Two NaNs side by side (one window holds both), one alone, one in the last column.
+    for (int index : {1 * width + 1, 1 * width + 2, 4 * width + 6, 3 * width + 10}) in[index] = nan;
+    std::vector<Blob<TypeParam>*> b = {&bottom}, t = {&top, &mask};
+    PoolingLayer<TypeParam> layer(this->Param(std::string("pool: MAX ") + shape));
+    layer.SetUp(b, t);
+    layer.Forward(b, t);
+
+    const PoolingParameter& p = layer.layer_param().pooling_param();
+    const int kernel = static_cast<int>(p.kernel_size()), stride = static_cast<int>(p.stride());
+    const int pad = static_cast<int>(p.pad());
+    const int pooled_h = top.shape(2), pooled_w = top.shape(3);
+    std::vector<TypeParam> expected_diff(bottom.count(), 0);
+    int nan_windows = 0;
+    for (int ph = 0; ph < pooled_h; ++ph) {
+      for (int pw = 0; pw < pooled_w; ++pw) {
+        TypeParam best = -std::numeric_limits<TypeParam>::infinity();
+        int best_index = -1;
+        for (int h = std::max(ph * stride - pad, 0);
+             h < std::min(ph * stride - pad + kernel, height); ++h) {
+          for (int w = std::max(pw * stride - pad, 0);
+               w < std::min(pw * stride - pad + kernel, width); ++w) {
+            if (in[h * width + w] > best || std::isnan(in[h * width + w])) {
+              best = in[h * width + w];
+              best_index = h * width + w;
+            }
+          }
+        }
+        const int o = ph * pooled_w + pw;
+        EXPECT_EQ(static_cast<int>(mask.cpu_data()[o]), best_index) << "output " << o;
+        top.mutable_cpu_diff()[o] = TypeParam(o + 1);
+        if (best_index < 0) {
+          // Wholly outside the image (CEIL with stride > kernel): 0, and no gradient.
+          EXPECT_EQ(top.cpu_data()[o], TypeParam(0)) << "output " << o;
+          continue;
+        }
+        if (std::isnan(best)) {
+          ++nan_windows;
+          EXPECT_TRUE(std::isnan(top.cpu_data()[o])) << "output " << o;
+        } else {
+          EXPECT_EQ(top.cpu_data()[o], best) << "output " << o;
+        }
+        expected_diff[best_index] += TypeParam(o + 1);
+      }
+    }
+    EXPECT_GE(nan_windows, 3);
+    layer.Backward(t, {true}, b);
+    for (int i = 0; i < bottom.count(); ++i) EXPECT_EQ(bottom.cpu_diff()[i], expected_diff[i]) << i;
+  }
 }
 
 TYPED_TEST(PoolingLayerTest, AveCeilClipsWithoutPadding) {

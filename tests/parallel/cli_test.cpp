@@ -232,6 +232,23 @@ TEST_F(ParallelCliTest, AFailingRankEndsTheJobPromptlyNamingIt) {
   }
 }
 
+TEST_F(ParallelCliTest, ANaNOnOneRankStopsEveryRankWithExitCode3AndNoSnapshotOfIt) {
+  const std::string solver = Solver("nan", 3, "max_iter: 100 display: 0 snapshot: 1", 8);
+  const auto result =
+      Train(2, {"--solver=" + solver},
+            {"-x", "DOPPIO_FAIL_RANK=1", "-x", "DOPPIO_FAIL_ITER=3", "-x", "DOPPIO_FAIL_MODE=nan"},
+            60, DoppioFaults());
+  EXPECT_EQ(result.exit_code, 3) << result.output;
+  EXPECT_LT(result.seconds, 30) << result.output;
+  // Every rank logs rank 1's message.
+  const std::string message = "rank 1: Iteration 3 (lr = 0.05): training diverged: ";
+  EXPECT_EQ(CountLines(result.output, message), 2) << result.output;
+  EXPECT_CONTAINS(result.output, "top blob 'data' of layer 'data' (Data)");
+  EXPECT_TRUE(fs::exists(Path("nan_iter_3.caffemodel")));
+  EXPECT_FALSE(fs::exists(Path("nan_iter_4.caffemodel")));
+  EXPECT_FALSE(fs::exists(Path("nan_iter_4.solverstate")));
+}
+
 TEST_F(ParallelCliTest, TheWatchdogNamesTheRankThatDidNotArrive) {
   const auto result = Train(
       2, {"--solver=" + Solver("hang", 3, "max_iter: 100000 display: 0", 8), "--comm_timeout=2"},

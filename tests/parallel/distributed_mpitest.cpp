@@ -559,6 +559,51 @@ TEST_F(DistributedTest, AnUnreadableSnapshotStopsEveryRank) {
   EXPECT_EQ(trainer.solver()->iter(), 0);
 }
 
+TEST_F(DistributedTest, ANaNOnOneRankStopsEveryRankWithOneMessageAndNoSnapshotOfIt) {
+  const int last = N() - 1;
+  for (SyncMode mode : {SyncMode::kOverlap, SyncMode::kReduceBroadcast}) {
+    SCOPED_TRACE(SyncModeName(mode));
+    const std::string prefix = Dir() + "/nan_" + SyncModeName(mode);
+    SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch), 1, 20,
+                                  "snapshot: 1 snapshot_prefix: '" + prefix + "'");
+    DistributedSolver<float> trainer(param, World(), Options(mode));
+    Solver<float>* solver = trainer.solver();
+    auto* net = solver->net().get();
+    // The last rank's images of iteration 3 hold a NaN: only its forward pass shows it (ReLU
+    // turns NaN into 0, so its loss may stay finite); every rank sees it in the summed
+    // gradients, and the message is the last rank's, which found it in a forward output.
+    net->add_after_forward([=](int id) {
+      if (id == 0 && World()->rank() == last && solver->iter() == 3) {
+        net->top_vecs()[0][0]->mutable_cpu_data()[5] = std::nanf("");
+      }
+    });
+    std::string message;
+    try {
+      trainer.Solve();
+      ADD_FAILURE() << "training should have diverged";
+    } catch (const AgreedError& error) {
+      EXPECT_EQ(error.code(), ExitCode::kDiverged);
+      message = error.what();
+    }
+    // Under reduce_bcast only rank 0 holds the summed gradients and updates: the other ranks
+    // have no gradient to check, and the report is rank 0's.
+    const bool from_last = mode != SyncMode::kReduceBroadcast;
+    const std::string origin =
+        N() == 1 ? "" : "rank " + std::to_string(from_last ? last : 0) + ": ";
+    EXPECT_EQ(message.find(origin + "Iteration 3 (lr = 0.05): training diverged: "), 0u) << message;
+    const std::string where = from_last || N() == 1 ? "top blob 'data' of layer 'data' (Data)"
+                                                    : "param #0 of layer 'conv1' (Convolution)";
+    EXPECT_NE(message.find(where), std::string::npos) << message;
+    std::string rank0_message = message;
+    World()->BroadcastBytes(&rank0_message, 0, "test: rank 0's message");
+    EXPECT_EQ(message, rank0_message);
+    World()->Barrier();
+    EXPECT_TRUE(fs::exists(prefix + "_iter_3.caffemodel"));
+    EXPECT_FALSE(fs::exists(prefix + "_iter_4.caffemodel"));
+    EXPECT_FALSE(fs::exists(prefix + "_iter_4.solverstate"));
+  }
+}
+
 TEST_F(DistributedTest, BadOptionsAndTooFewTestBatchesAreRefused) {
   EXPECT_AGREED_ERROR(DistributedSolver<float>(Param("SGD", Net(Dir(), kBatch, kBatch)), World(),
                                                Options(SyncMode::kOverlap, 0)),

@@ -244,7 +244,7 @@ TYPED_TEST(SolverTest, NonFiniteLossStopsNamingTheIteration) {
   EXPECT_EQ(solver->iter(), 3);
   // With the flag the solver goes on (and the NaN spreads into the weights).
   auto lenient = MakeSolver<TypeParam>(LeastSquaresSolver("max_iter: 10"), 3);
-  lenient->set_allow_nonfinite_loss(true);
+  lenient->set_allow_nonfinite(true);
   EXPECT_NO_THROW(lenient->Step(10));
   EXPECT_EQ(lenient->iter(), 10);
 }

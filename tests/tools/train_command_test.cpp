@@ -303,13 +303,29 @@ TEST_F(TrainCommandTest, DiskFailureKeepsThePreviousSnapshot) {
   EXPECT_TRUE(Exists("snap/cli_iter_20.solverstate"));
 }
 
-TEST_F(TrainCommandTest, NanLossStopsNamingTheIteration) {
-  const auto result = Train({"--solver=" + Solver("base_lr: 1e30\nmomentum: 0", "nan.prototxt")});
-  EXPECT_EQ(result.exit_code, 1) << result.output;
+TEST_F(TrainCommandTest, DivergenceExitsWithCode3NamingTheIterationAndNoSnapshotOfIt) {
+  const std::string solver = Solver("base_lr: 1e30\nmomentum: 0\nsnapshot: 1", "nan.prototxt");
+  const auto result = Train({"--solver=" + solver});
+  EXPECT_EQ(result.exit_code, 3) << result.output;
   std::smatch match;
-  EXPECT_TRUE(std::regex_search(result.output, match,
-                                std::regex(R"(Iteration \d+: the loss is (nan|inf|-nan))")))
+  ASSERT_TRUE(std::regex_search(
+      result.output, match,
+      std::regex(R"(Iteration (\d+) \(lr = 1e\+30\): training diverged: .*the first NaN or )"
+                 R"(infinity is in .* of layer '[a-z0-9]+' \([A-Za-z]+\))")))
       << result.output;
+  // The snapshot after the last good update is the newest.
+  const std::string last_good = "cli_iter_" + match[1].str() + ".caffemodel";
+  const auto files = SnapshotFiles();
+  EXPECT_NE(std::find(files.begin(), files.end(), last_good), files.end()) << last_good;
+  EXPECT_EQ(std::find(files.begin(), files.end(),
+                      "cli_iter_" + std::to_string(std::stoi(match[1].str()) + 1) + ".caffemodel"),
+            files.end());
+
+  // --allow_nonfinite goes on to max_iter and writes the snapshots.
+  const auto lenient = Train({"--solver=" + solver, "--allow_nonfinite", "--iterations=8"});
+  EXPECT_EQ(lenient.exit_code, 0) << lenient.output;
+  EXPECT_TRUE(Exists("snap/cli_iter_8.caffemodel"));
+  EXPECT_CONTAINS(lenient.output, "going on (--allow_nonfinite)");
 }
 
 TEST_F(TrainCommandTest, TestCommandPrintsAveragedOutputs) {

@@ -29,8 +29,9 @@ DEFINE_string(sigint_effect, "stop",
               "What SIGINT and SIGTERM do: stop (snapshot when snapshot_after_train, then "
               "exit), snapshot (write a snapshot and go on) or none.");
 DEFINE_string(sighup_effect, "snapshot", "What SIGHUP does: stop, snapshot or none.");
-DEFINE_bool(allow_nonfinite_loss, false,
-            "Go on training when the loss becomes NaN or infinite instead of stopping.");
+DEFINE_bool(allow_nonfinite, false,
+            "Go on training when the loss or the weights become NaN or infinite, and write "
+            "snapshots that hold them, instead of stopping with exit status 3.");
 DEFINE_string(sync, "overlap",
               "How MPI ranks combine gradients: overlap (allreduce gradient buckets while "
               "backward runs), reduce_bcast (reduce to rank 0, update there, broadcast the "
@@ -158,7 +159,7 @@ ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   SignalHandler signal_handler(sigint_effect, sighup_effect);
   DistributedSolver<float> trainer(solver_param, comm, options, ToolFaultInjection());
   trainer.SetActionFunction(signal_handler.GetActionFunction());
-  trainer.solver()->set_allow_nonfinite_loss(FLAGS_allow_nonfinite_loss);
+  trainer.solver()->set_allow_nonfinite(FLAGS_allow_nonfinite);
   if (!FLAGS_snapshot.empty()) LOG(INFO) << "Resuming from " << FLAGS_snapshot;
   LOG(INFO) << "Starting Optimization";
   trainer.Solve(FLAGS_snapshot);

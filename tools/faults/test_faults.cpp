@@ -40,8 +40,8 @@ FaultInjection FaultInjectionFromEnvironment() {
   if (fault.rank < 0) return fault;
   DOPPIO_ENSURE(fault.iter >= 0) << "DOPPIO_FAIL_RANK is set, so DOPPIO_FAIL_ITER must be too";
   DOPPIO_ENSURE(fault.mode == "error" || fault.mode == "crash" || fault.mode == "exit" ||
-                fault.mode == "hang")
-      << "DOPPIO_FAIL_MODE must be error, crash, exit or hang, not '" << fault.mode << "'";
+                fault.mode == "hang" || fault.mode == "nan")
+      << "DOPPIO_FAIL_MODE must be error, crash, exit, hang or nan, not '" << fault.mode << "'";
   return fault;
 }
 

@@ -45,8 +45,10 @@ class Net {
   void Reshape();
 
   void ClearParamDiffs();
-  // data -= diff for every learnable parameter (one pass over the arena).
-  void Update();
+  // data -= diff for every learnable parameter (one pass over the arena). Returns false when
+  // a weight came out NaN or infinite (a non-finite step, or one that overflowed), checked in
+  // that same pass; the weights are updated either way.
+  bool Update();
 
   // Copies weights layer by layer, by name, from a trained net (Caffe's fine-tuning rule:
   // layers absent from `param` keep their values). As in Caffe, each layer of `param` goes to

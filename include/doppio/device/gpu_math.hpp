@@ -27,6 +27,9 @@ void gpu_gemv(GpuContext& gpu, Trans trans_a, int m, int n, Dtype alpha, const D
               const Dtype* x, Dtype beta, Dtype* y);
 template <typename Dtype>
 void gpu_axpy(GpuContext& gpu, int n, Dtype alpha, const Dtype* x, Dtype* y);
+// y = alpha * x + y, returning whether every new y is finite (cpu_axpy_finite); waits.
+template <typename Dtype>
+bool gpu_axpy_finite(GpuContext& gpu, std::size_t n, Dtype alpha, const Dtype* x, Dtype* y);
 template <typename Dtype>
 void gpu_axpby(GpuContext& gpu, int n, Dtype alpha, const Dtype* x, Dtype beta, Dtype* y);
 template <typename Dtype>

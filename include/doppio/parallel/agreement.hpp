@@ -55,12 +55,17 @@ void CheckLearnedWeightsAgree(Communicator& comm, const Net<Dtype>& net);
 // end of an iteration: a stop anywhere stops every rank at the same iteration, and only
 // rank 0 writes snapshots. Polled between test batches, whose number differs between
 // ranks, a request is kept for the end of the next iteration: no collective there.
+// The same exchange decides whether training diverged: a NaN or infinity that one rank saw
+// (its own loss, say) stops every rank together.
 class ActionAgreement {
  public:
   // An iteration ended: the next Agree is at the same point on every rank.
   void EndIteration() { in_iteration_ = true; }
-  // Collective after EndIteration, local otherwise.
-  SolverAction Agree(Communicator& comm, SolverAction local);
+  // Collective after EndIteration, local otherwise. `diverged`: this rank's NaN or infinity in
+  // the iteration that ended (null: none). When some rank has one, every rank throws
+  // AgreedError(kDiverged) with the same message: that of the lowest rank that found it in a
+  // forward output, else of the lowest rank that found it at all.
+  SolverAction Agree(Communicator& comm, SolverAction local, const Divergence* diverged = nullptr);
 
  private:
   SolverAction deferred_ = SolverAction::NONE;

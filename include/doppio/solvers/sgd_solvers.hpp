@@ -22,7 +22,7 @@ class SGDSolver : public Solver<Dtype> {
   const std::vector<std::shared_ptr<Blob<Dtype>>>& history() const { return history_; }
 
  protected:
-  void ApplyUpdate() override;
+  bool ApplyUpdate() override;
   void SnapshotSolverState(SolverState* state) const override;
   void CheckSolverState(const SolverState& state, const std::string& origin) const override;
   void RestoreSolverState(const SolverState& state) override;

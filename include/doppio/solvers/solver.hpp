@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ struct SolverCallbacks {
   // followed by the mean test loss when test_compute_loss, before they are logged; may
   // replace them (a parallel trainer puts in the means over every rank's batches).
   std::function<void(int test_net_id, std::vector<double>* means)> on_test_scores;
+};
+
+// A NaN or infinity one replica saw in an iteration (Solver::divergence()).
+struct Divergence {
+  // "Iteration N (lr = ...): training diverged: ..., the first NaN or infinity is in ...".
+  std::string message;
+  // Where it was found: a forward output of this replica (so this is where it came from), not
+  // only the gradients or weights, which the replicas share after an allreduce.
+  bool in_forward = false;
 };
 
 // Owns the training net and the test nets and runs the optimisation loop. Subclasses supply
@@ -76,8 +86,16 @@ class Solver {
 
   void add_callbacks(SolverCallbacks callbacks) { callbacks_.push_back(std::move(callbacks)); }
   void SetActionFunction(ActionFunction function) { action_function_ = std::move(function); }
-  // With true, a NaN or infinite loss is logged and training goes on instead of stopping.
-  void set_allow_nonfinite_loss(bool allow) { allow_nonfinite_loss_ = allow; }
+  // With true, a NaN or infinity in the loss or in the updated weights is logged and training
+  // goes on, and snapshots are written whatever they hold, instead of stopping with
+  // Error(kDiverged) and refusing to write them.
+  void set_allow_nonfinite(bool allow) { allow_nonfinite_ = allow; }
+
+  // A NaN or infinity this replica saw in the iteration that just ended: in its loss, or in the
+  // weights the update produced. Step sets it before polling the action function and throws
+  // Error(message, kDiverged) after the poll, so that a trainer coordinating several replicas
+  // can decide in its per-iteration exchange that they all stop, with one message.
+  const std::optional<Divergence>& divergence() const { return divergence_; }
 
   // The file names a snapshot at the current iteration gets.
   std::string SnapshotFilename(const std::string& extension) const;
@@ -89,8 +107,9 @@ class Solver {
   virtual const char* type() const = 0;
 
  protected:
-  // Applies one update to the training net's weights from the gradients in its diffs.
-  virtual void ApplyUpdate() = 0;
+  // Applies one update to the training net's weights from the gradients in its diffs; false
+  // when a weight came out NaN or infinite (Net::Update's check).
+  virtual bool ApplyUpdate() = 0;
   // Adds the method's history (momentum, moments) to a snapshot / reads it back. Restore
   // checks counts and shapes before calling RestoreSolverState.
   virtual void SnapshotSolverState(SolverState* state) const = 0;
@@ -118,6 +137,10 @@ class Solver {
   void UpdateSmoothedLoss(Dtype loss, int start_iter, int average_loss);
   void DisplayProgress(int stop_iter);
   SolverAction GetRequestedAction();
+  void NoteNonFinite(Dtype loss, bool weights_finite);
+  std::string LocateNonFinite(bool* in_forward) const;
+  void CheckSnapshotIsFinite(const NetParameter& weights, const std::string& weights_file,
+                             const SolverState& state, const std::string& state_file) const;
 
   std::uint64_t seed_ = 0;
   std::vector<Dtype> losses_;
@@ -125,7 +148,8 @@ class Solver {
   std::vector<SolverCallbacks> callbacks_;
   ActionFunction action_function_;
   bool requested_early_exit_ = false;
-  bool allow_nonfinite_loss_ = false;
+  bool allow_nonfinite_ = false;
+  std::optional<Divergence> divergence_;
   std::vector<Dtype> last_test_scores_;
   // Display bookkeeping: rate since the previous display line.
   std::chrono::steady_clock::time_point last_display_time_;

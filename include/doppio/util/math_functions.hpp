@@ -26,6 +26,10 @@ void cpu_gemv(Trans trans_a, int m, int n, Dtype alpha, const Dtype* a, const Dt
 // y = alpha * x + y
 template <typename Dtype>
 void cpu_axpy(int n, Dtype alpha, const Dtype* x, Dtype* y);
+// y = alpha * x + y, returning whether every new y is finite: an update and the check that
+// it did not diverge in one pass over memory (no second read of y to look for NaN or Inf).
+template <typename Dtype>
+bool cpu_axpy_finite(std::size_t n, Dtype alpha, const Dtype* x, Dtype* y);
 // y = alpha * x + beta * y
 template <typename Dtype>
 void cpu_axpby(int n, Dtype alpha, const Dtype* x, Dtype beta, Dtype* y);
