@@ -1,12 +1,13 @@
 #pragma once
 
 #include <glog/logging.h>
-#include <stdlib.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include "doppio/util/error.hpp"
@@ -46,11 +47,14 @@ inline std::string WriteScratch(const std::string& name, const std::uint8_t* dat
 
 // A doppio::Error is the product's answer to a bad file; anything else escaping (another
 // exception, a CHECK abort, a sanitizer report) is a finding.
+// DOPPIO_FUZZ_VERBOSE=1 prints those answers, to see why an input is refused.
 template <typename F>
 void ExpectingErrors(F&& run) {
+  static const bool verbose = std::getenv("DOPPIO_FUZZ_VERBOSE") != nullptr;
   try {
     run();
-  } catch (const Error&) {
+  } catch (const Error& error) {
+    if (verbose) std::cerr << "doppio::Error: " << error.what() << "\n";
   }
 }
 
