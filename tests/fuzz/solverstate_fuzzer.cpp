@@ -1,7 +1,9 @@
 // A binary .solverstate, as `doppio train --snapshot` resumes from it: Solver::Restore reads
 // it and the weights file it names (found beside it), checks both against the solver, and
-// restores the iteration and the method's history. Two methods with different histories:
-// SGD with momentum (one blob per parameter) and Adam (two).
+// restores the iteration and the method's history; training then goes on for one iteration,
+// as `doppio train` would. Two methods with different histories and learning-rate policies:
+// SGD with momentum (one blob per parameter, "step") and Adam (two, "multistep", which
+// indexes its step values with the restored current_step).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,6 +39,11 @@ std::vector<std::unique_ptr<doppio::Solver<float>>>& Solvers() {
       doppio::SolverParameter param;
       doppio::ReadProtoFromTextString(kSolver, "fuzz solver", &param);
       param.set_type(type);
+      if (param.type() == "Adam") {
+        param.set_lr_policy("multistep");
+        param.add_stepvalue(10);
+        param.add_stepvalue(30);
+      }
       made.push_back(doppio::SolverRegistry<float>::CreateSolver(param));
     }
     doppio::NetParameter weights;
@@ -53,6 +60,11 @@ std::vector<std::unique_ptr<doppio::Solver<float>>>& Solvers() {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto& solvers = Solvers();
   const std::string path = doppio::fuzz::WriteScratch("fuzz.solverstate", data, size);
-  for (auto& solver : solvers) doppio::fuzz::ExpectingErrors([&] { solver->Restore(path); });
+  for (auto& solver : solvers) {
+    doppio::fuzz::ExpectingErrors([&] {
+      solver->Restore(path);
+      if (solver->iter() < solver->param().max_iter()) solver->Step(1);
+    });
+  }
   return 0;
 }
