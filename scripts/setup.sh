@@ -11,6 +11,9 @@ packages=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev
   python3-matplotlib
+  # The fuzz targets (scripts/fuzz.sh): clang, and libFuzzer with the sanitizer runtimes,
+  # which clang only recommends.
+  clang libclang-rt-14-dev
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -173,6 +173,14 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
       }
     }
 
+    // Only an Input layer without input_param.shape leaves its tops unshaped; a layer set up
+    // on such a bottom would take the never-shaped blob for a scalar.
+    for (std::size_t bottom_id = 0; bottom_id < bottom_vecs_[layer_id].size(); ++bottom_id) {
+      DOPPIO_ENSURE(bottom_vecs_[layer_id][bottom_id]->data() != nullptr)
+          << "layer '" << layer_param.name() << "' (" << layer_param.type() << "): its bottom '"
+          << blob_names_[bottom_id_vecs_[layer_id][bottom_id]]
+          << "' has no shape (an Input layer needs input_param { shape { dim: ... } })";
+    }
     try {
       layer->SetUp(bottom_vecs_[layer_id], top_vecs_[layer_id]);
     } catch (const Error& error) {

@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "doppio/core/common.hpp"
 #include "doppio/device/gpu_context.hpp"
@@ -19,7 +18,11 @@ constexpr std::size_t kAlignment = 64;
 void* AllocateHost(std::size_t size) {
   std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
   void* ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (ptr == nullptr) throw std::bad_alloc();
+  // Blobs are sized by the user's files (shapes, batch sizes): a net too large for this
+  // machine is theirs to fix, reported as such rather than as a crash.
+  DOPPIO_ENSURE(ptr != nullptr) << "cannot allocate " << size
+                                << " bytes of host memory for a blob (is the net or its batch "
+                                   "too large for this machine?)";
   return ptr;
 }
 }  // namespace

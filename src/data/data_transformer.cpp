@@ -4,6 +4,8 @@
 
 #include <opencv2/core.hpp>
 
+#include <climits>
+
 #include "doppio/data/image_io.hpp"
 #include "doppio/util/io.hpp"
 
@@ -39,10 +41,15 @@ DataTransformer<Dtype>::DataTransformer(const TransformationParameter& param, Ph
     // Leading 1s (the num axis) carry no information.
     while (dims.size() > 3 && dims.front() == 1) dims.erase(dims.begin());
     while (dims.size() < 3) dims.insert(dims.begin(), 1);
+    // The dims are int64 in the file: each must be a positive int, and their product must not
+    // overflow on the way to being compared with the stored count.
     long long count = 1;
-    for (long long d : dims) count *= d;
+    bool in_range = true;
+    for (long long d : dims) {
+      in_range = in_range && d > 0 && d <= INT_MAX && !__builtin_mul_overflow(count, d, &count);
+    }
     const long long stored = proto.data_size() > 0 ? proto.data_size() : proto.double_data_size();
-    DOPPIO_ENSURE(dims.size() == 3 && count > 0 && count == stored)
+    DOPPIO_ENSURE(dims.size() == 3 && in_range && count == stored)
         << owner_ << ": mean file '" << param_.mean_file()
         << "' is not a 1 x C x H x W mean image (shape with " << dims.size() << " axes, " << stored
         << " values)";
@@ -101,19 +108,21 @@ void DataTransformer<Dtype>::CheckMean(int channels, int height, int width,
 namespace {
 // Checks that a raw datum's pixels agree with its shape; returns the pixel count.
 std::size_t CheckRawDatum(const Datum& datum, const std::string& owner, const std::string& where) {
-  const long long count = static_cast<long long>(datum.channels()) * datum.height() * datum.width();
   DOPPIO_ENSURE(datum.channels() > 0 && datum.height() > 0 && datum.width() > 0)
       << owner << ": " << where << " is not an image record (Datum shape "
       << DatumShapeString(datum.channels(), datum.height(), datum.width())
       << "); is this a data set of Datum records?";
   const long long stored = !datum.data().empty() ? static_cast<long long>(datum.data().size())
                                                  : static_cast<long long>(datum.float_data_size());
-  DOPPIO_ENSURE(stored == count) << owner << ": " << where << " holds " << stored
-                                 << " values but its shape "
-                                 << DatumShapeString(datum.channels(), datum.height(),
-                                                     datum.width())
-                                 << " needs " << count;
-  return static_cast<std::size_t>(count);
+  // C * H * W of a corrupt record can pass 2^63.
+  long long count = 0;
+  const bool overflows = __builtin_mul_overflow(
+      static_cast<long long>(datum.channels()) * datum.height(), datum.width(), &count);
+  DOPPIO_ENSURE(!overflows && stored == count)
+      << owner << ": " << where << " holds " << stored << " values but its shape "
+      << DatumShapeString(datum.channels(), datum.height(), datum.width()) << " needs "
+      << (overflows ? std::string("more than 2^63") : std::to_string(count));
+  return static_cast<std::size_t>(stored);
 }
 }  // namespace
 

@@ -662,6 +662,9 @@ void Solver<Dtype>::RestoreFrom(const SolverState& state, const NetParameter& we
                                 const std::string& weights_origin) {
   DOPPIO_ENSURE(state.has_iter() && state.iter() >= 0)
       << state_origin << ": no iteration count, or a negative one";
+  // The "multistep" policy indexes its step values with it.
+  DOPPIO_ENSURE(state.current_step() >= 0)
+      << state_origin << ": negative learning-rate step " << state.current_step();
   CheckWeightsMatchNet(*net_, weights, weights_origin);
   CheckSolverState(state, state_origin);
   net_->RestoreTrainedLayersFrom(weights);

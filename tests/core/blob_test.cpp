@@ -92,4 +92,11 @@ TYPED_TEST(BlobTest, ArenaViewSharesStorage) {
   EXPECT_EQ(all[4], TypeParam(9));
 }
 
+// Host memory that cannot be had is an Error (the fuzz targets run with allocations over
+// 2 GiB failing, so a huge blob asked for by a prototxt lands here).
+TEST(SyncedMemoryTest, AllocationThatFailsIsAnError) {
+  SyncedMemory memory(std::size_t(1) << 62);
+  ExpectError([&] { memory.mutable_cpu_data(); }, {"cannot allocate", "bytes of host memory"});
+}
+
 }  // namespace doppio

@@ -111,6 +111,26 @@ TYPED_TEST(NetTest, PhaseFilteringWithStagesAndLevels) {
   EXPECT_FALSE(test.has_layer("capped"));
 }
 
+// An Input layer without shapes leaves its tops unshaped: a layer on one, a Split inserted
+// for a fan-out included, is an Error naming the blob (found by tests/fuzz/net_prototxt_fuzzer:
+// the Split took the never-shaped blob for a scalar and failed a CHECK).
+TYPED_TEST(NetTest, ConsumingAnUnshapedInputIsAnError) {
+  const std::string fan_out = R"(
+    layer { name: "in" type: "Input" top: "x" }
+    layer { name: "a" type: "AbsVal" bottom: "x" top: "a" }
+    layer { name: "b" type: "AbsVal" bottom: "x" top: "b" })";
+  ExpectError([&] { Net<TypeParam> net(this->Parse(fan_out)); },
+              {"bottom 'x' has no shape", "input_param"});
+  const std::string single = R"(
+    layer { name: "in" type: "Input" top: "x" }
+    layer { name: "flat" type: "Flatten" bottom: "x" top: "f" })";
+  ExpectError([&] { Net<TypeParam> net(this->Parse(single)); },
+              {"layer 'flat' (Flatten)", "bottom 'x' has no shape"});
+  // Unshaped and unused stays allowed (shapes may be set before the first Reshape).
+  Net<TypeParam> unused(this->Parse(R"(layer { name: "in" type: "Input" top: "x" })"));
+  EXPECT_EQ(unused.blob_by_name("x")->count(), 0);
+}
+
 TYPED_TEST(NetTest, InsertsSplitWhereABlobFansOut) {
   const std::string text = R"(
     state { phase: TRAIN }

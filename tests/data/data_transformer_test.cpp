@@ -253,6 +253,13 @@ TYPED_TEST(DataTransformerTest, MeanFileOfTheWrongShape) {
   WriteProtoToBinaryFile(mean, path);
   EXPECT_ERROR_WITH(this->Run("mean_file: '" + path + "'", TEST, Grid()), "layer 'd' (Data)",
                     "not a 1 x C x H x W mean image");
+  // Dims whose product overflows 64 bits (tests/fuzz/regressions/mean/).
+  BlobProto huge;
+  for (long long dim : {1LL << 40, 1LL << 40, 16LL}) huge.mutable_shape()->add_dim(dim);
+  huge.add_data(1);
+  WriteProtoToBinaryFile(huge, path);
+  EXPECT_ERROR_WITH(this->Run("mean_file: '" + path + "'", TEST, Grid()), "layer 'd' (Data)",
+                    "not a 1 x C x H x W mean image");
 }
 
 TYPED_TEST(DataTransformerTest, RecordSizeDisagreesWithShape) {
@@ -260,6 +267,12 @@ TYPED_TEST(DataTransformerTest, RecordSizeDisagreesWithShape) {
   datum.mutable_data()->resize(10);
   EXPECT_ERROR_WITH(this->Run("", TEST, datum), "layer 'd' (Data)", "record 'r'", "holds 10",
                     "needs 12");
+  // A corrupt shape whose pixel count overflows 64 bits (found by tests/fuzz/datum_fuzzer).
+  Datum huge = Grid();
+  huge.set_channels(1 << 30);
+  huge.set_height(1 << 30);
+  huge.set_width(1 << 30);
+  EXPECT_ERROR_WITH(this->Run("", TEST, huge), "record 'r'", "needs more than 2^63");
   Datum empty;
   EXPECT_ERROR_WITH(this->Run("", TEST, empty), "record 'r'", "not an image record");
   Datum garbage;

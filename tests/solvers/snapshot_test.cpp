@@ -488,6 +488,15 @@ TYPED_TEST(SnapshotTest, FilesThatAreNotSolverStatesAreRefused) {
   const std::string garbage = this->dir_.path() + "/garbage.solverstate";
   WriteFile(garbage, "this is not a protocol buffer\n\xff\xff\xff");
   EXPECT_ERROR_WITH(fresh->Restore(garbage), "garbage.solverstate");
+  // A negative learning-rate step, which "multistep" would use as an index (found by
+  // tests/fuzz/solverstate_fuzzer).
+  SolverState state;
+  ReadProtoFromBinaryFile(this->Prefix() + "_iter_1.solverstate", &state);
+  state.set_current_step(-1);
+  const std::string negative = this->dir_.path() + "/negative.solverstate";
+  WriteProtoToBinaryFile(state, negative);
+  EXPECT_ERROR_WITH(fresh->Restore(negative), "negative.solverstate",
+                    "negative learning-rate step -1");
   // A state whose weights file has gone.
   fs::remove(this->Prefix() + "_iter_1.caffemodel");
   EXPECT_ERROR_WITH(fresh->Restore(this->Prefix() + "_iter_1.solverstate"), "lsq_iter_1.caffemodel",
