@@ -2,15 +2,14 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cli_test_util.hpp"
 #include "doppio/core/common.hpp"
 #include "doppio/data/convert.hpp"
 #include "doppio/data/db.hpp"
@@ -85,16 +84,9 @@ struct ToolResult {
 };
 // Runs build/tools/<tool> with `args` (stdout and stderr together).
 inline ToolResult RunTool(const std::string& tool, const std::string& args) {
-  const std::string command =
-      std::string(DOPPIO_BINARY_DIR) + "/tools/" + tool + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr) << command;
-  if (pipe == nullptr) return {-1, ""};
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  const cli_test::Result result =
+      cli_test::RunShell(std::string(DOPPIO_BINARY_DIR) + "/tools/" + tool + " " + args);
+  return {result.exit_code, result.output};
 }
 
 // EXPECT that `statement` throws doppio::Error whose message holds every one of `parts`.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -114,6 +115,17 @@ struct Result {
   int exit_code;
   std::string output;
 };
+
+// Runs `command` through the shell, stdout and stderr together.
+inline Result RunShell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, ""};
+  std::string output;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
 
 inline Result RunDoppio(const std::vector<std::string>& args, const std::string& log,
                         const std::map<std::string, std::string>& env = {},

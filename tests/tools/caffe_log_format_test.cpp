@@ -4,10 +4,6 @@
 // did before the default changed.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -32,21 +28,6 @@ layer { name: "loss" type: "EuclideanLoss" bottom: "out" bottom: "y" top: "loss"
 )";
 
 const std::string kParser = std::string(DOPPIO_SOURCE_DIR) + "/tests/tools/caffe_parse_log.py";
-
-struct ShellResult {
-  int exit_code;
-  std::string output;
-};
-
-ShellResult Shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 // A CSV table: the header's column names, then the rows.
 struct Table {
@@ -98,8 +79,8 @@ class CaffeLogFormatTest : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return RunDoppio(args, Path(log));
   }
-  ShellResult Parse(const std::string& log) {
-    return Shell("python3 " + kParser + " " + Path(log) + " " + dir_.path());
+  Result Parse(const std::string& log) {
+    return RunShell("python3 " + kParser + " " + Path(log) + " " + dir_.path());
   }
   TempDir dir_;
 };
@@ -110,7 +91,7 @@ TEST_F(CaffeLogFormatTest, CaffesParserReadsATrainingLog) {
   // glog's default prefix as Caffe's logs have it: no year.
   EXPECT_TRUE(std::regex_search(run.output, std::regex("\nI[0-9]{4} [0-9:.]{15} +[0-9]+ ")))
       << run.output;
-  const ShellResult parsed = Parse("train.log");
+  const Result parsed = Parse("train.log");
   ASSERT_EQ(parsed.exit_code, 0) << parsed.output << "\n" << run.output;
 
   const Table train = ReadCsv(Path("train.log.train"));
@@ -148,7 +129,7 @@ TEST_F(CaffeLogFormatTest, TheYearInThePrefixIsAFlagAndBreaksCaffesParser) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(std::regex_search(run.output, std::regex("\nI20[0-9]{6} [0-9:.]{15} ")))
       << run.output;
-  const ShellResult parsed = Parse("year.log");
+  const Result parsed = Parse("year.log");
   EXPECT_NE(parsed.exit_code, 0) << parsed.output;
   EXPECT_NE(parsed.output.find("month must be in 1..12"), std::string::npos) << parsed.output;
 }

@@ -2,32 +2,16 @@
 // Caffe's and in an MPI run's form, written here.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "cli_test_util.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
 namespace {
-
-struct ShellResult {
-  int exit_code;
-  std::string output;
-};
-
-ShellResult Shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) output += buffer.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 const std::string kTool = std::string(DOPPIO_SOURCE_DIR) + "/tools/plot_training_log";
 const std::string kCapturedLog =
@@ -63,7 +47,8 @@ const char* kMpiLog =
 class PlotTrainingLogTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (Shell("/usr/bin/python3 -c 'import matplotlib' || python3 -c 'import matplotlib'")
+    if (cli_test::RunShell(
+            "/usr/bin/python3 -c 'import matplotlib' || python3 -c 'import matplotlib'")
             .exit_code != 0) {
       GTEST_SKIP() << "matplotlib is missing: apt-get install python3-matplotlib "
                       "(scripts/setup.sh installs it)";
@@ -85,8 +70,8 @@ class PlotTrainingLogTest : public ::testing::Test {
 };
 
 TEST_F(PlotTrainingLogTest, WritesAPngOfACapturedDoppioLog) {
-  const ShellResult run =
-      Shell(kTool + " " + kCapturedLog + " -o " + Path("lenet.png") + " --print");
+  const cli_test::Result run =
+      cli_test::RunShell(kTool + " " + kCapturedLog + " -o " + Path("lenet.png") + " --print");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GT(PngSize(Path("lenet.png")), 10000u) << run.output;
   EXPECT_CONTAINS(run.output, "26 training losses, test outputs ['accuracy']");
@@ -99,8 +84,9 @@ TEST_F(PlotTrainingLogTest, WritesAPngOfACapturedDoppioLog) {
 
 TEST_F(PlotTrainingLogTest, ReadsCaffeLogsAndOverlaysSeveralLogs) {
   Write("caffe.log", kCaffeLog);
-  const ShellResult run = Shell(kTool + " " + kCapturedLog + " " + Path("caffe.log") + " -o " +
-                                Path("both.png") + " --labels 'doppio,caffe' --print");
+  const cli_test::Result run =
+      cli_test::RunShell(kTool + " " + kCapturedLog + " " + Path("caffe.log") + " -o " +
+                         Path("both.png") + " --labels 'doppio,caffe' --print");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GT(PngSize(Path("both.png")), 10000u);
   EXPECT_CONTAINS(run.output, "caffe.log: 3 training losses, test outputs ['accuracy']");
@@ -113,7 +99,7 @@ TEST_F(PlotTrainingLogTest, ReadsCaffeLogsAndOverlaysSeveralLogs) {
 
 TEST_F(PlotTrainingLogTest, SkipsOtherRanksAndNamesTheOutputAfterTheLog) {
   Write("np2.log", kMpiLog);
-  const ShellResult run = Shell(kTool + " " + Path("np2.log") + " --print");
+  const cli_test::Result run = cli_test::RunShell(kTool + " " + Path("np2.log") + " --print");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GT(PngSize(Path("np2.png")), 10000u);
   EXPECT_CONTAINS(run.output, "2 training losses");
@@ -123,15 +109,15 @@ TEST_F(PlotTrainingLogTest, SkipsOtherRanksAndNamesTheOutputAfterTheLog) {
 
 TEST_F(PlotTrainingLogTest, ALogWithoutTrainingLinesIsAnError) {
   Write("empty.log", "hello\nworld\n");
-  const ShellResult run = Shell(kTool + " " + Path("empty.log"));
+  const cli_test::Result run = cli_test::RunShell(kTool + " " + Path("empty.log"));
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_CONTAINS(run.output, "has no 'Iteration N, loss = X'");
   EXPECT_FALSE(std::filesystem::exists(Path("empty.png")));
-  const ShellResult missing = Shell(kTool + " " + Path("missing.log"));
+  const cli_test::Result missing = cli_test::RunShell(kTool + " " + Path("missing.log"));
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_CONTAINS(missing.output, "missing.log' does not exist");
-  const ShellResult labels =
-      Shell(kTool + " " + kCapturedLog + " --labels a,b -o " + Path("x.png"));
+  const cli_test::Result labels =
+      cli_test::RunShell(kTool + " " + kCapturedLog + " --labels a,b -o " + Path("x.png"));
   EXPECT_NE(labels.exit_code, 0);
   EXPECT_CONTAINS(labels.output, "--labels has 2 names for 1 logs");
 }

@@ -3,9 +3,7 @@
 // falls, the snapshot loads into `doppio test`, and 2 ranks of batch 16 follow the losses of
 // 1 process of batch 32, on the CPU and (given a GPU) on GPUs.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -35,15 +33,9 @@ struct Output {
 
 // Runs a shell command with a time limit; stdout and stderr together.
 Output Shell(const std::string& command, int timeout_seconds = 600) {
-  const std::string limited = "GLOG_logtostderr=1 timeout -k 10 " +
-                              std::to_string(timeout_seconds) + " " + command + " 2>&1";
-  FILE* pipe = popen(limited.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::string text;
-  std::array<char, 4096> buffer;
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) text += buffer.data();
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+  const cli_test::Result result = cli_test::RunShell(
+      "GLOG_logtostderr=1 timeout -k 10 " + std::to_string(timeout_seconds) + " " + command);
+  return {result.exit_code, result.output};
 }
 
 std::string Doppio() { return std::string(DOPPIO_BINARY_DIR) + "/tools/doppio"; }
