@@ -614,12 +614,15 @@ void Solver<Dtype>::CheckSnapshotIsFinite(const NetParameter& weights,
                   ExitCode::kDiverged);
     }
   }
+  // The file's history is in Caffe's parameter order (SGDSolver::SnapshotSolverState).
   const auto& params = net_->learnable_params();
+  const std::vector<int>& arena_ids = net_->arena_ids_in_caffe_order();
   for (int i = 0; i < state.history_size(); ++i) {
     if (BlobProtoIsFinite(state.history(i))) continue;
+    const int arena_id = arena_ids[i % arena_ids.size()];
     throw Error("Iteration " + std::to_string(iter_) + ": refusing to write the snapshot " +
                     state_file + ": history blob #" + std::to_string(i) + " (of " +
-                    ParamName(*net_, params[i % params.size()]) + ")" + why,
+                    ParamName(*net_, params[arena_id]) + ")" + why,
                 ExitCode::kDiverged);
   }
 }

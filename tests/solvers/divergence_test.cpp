@@ -226,8 +226,13 @@ TEST_F(DivergenceTest, TheSnapshotWriterRefusesANaNWeight) {
   weight[0] = good;
   auto* sgd = dynamic_cast<SGDSolver<float>*>(solver.get());
   ASSERT_NE(sgd, nullptr);
+  // ip2's bias: history blob 1 in memory (the arena puts the last layer first), 3 in the
+  // file (Caffe's order: ip1's weights and bias, then ip2's).
+  const auto& net = *solver->net();
+  ASSERT_EQ(net.learnable_params()[1], net.layer_by_name("ip2")->blobs()[1].get());
   sgd->history()[1]->mutable_cpu_data()[0] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_ERROR_WITH(solver->Snapshot(), "lsq_iter_2.solverstate", "history blob #1");
+  EXPECT_ERROR_WITH(solver->Snapshot(), "lsq_iter_2.solverstate",
+                    "history blob #3 (of param #1 of layer 'ip2'");
   EXPECT_TRUE(fs::is_empty(dir_.path()));
 
   solver->set_allow_nonfinite(true);
