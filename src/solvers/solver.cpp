@@ -47,10 +47,10 @@ bool BlobProtoIsFinite(const BlobProto& blob) {
          AllFinite(blob.double_diff_size(), blob.double_diff().data());
 }
 
-// "layer 'conv1' (Convolution)".
+// "layer 'conv1' (Convolution)" ('loss#20' where layers share the name).
 template <typename Dtype>
 std::string LayerName(const Net<Dtype>& net, int layer) {
-  return "layer '" + net.layer_names()[layer] + "' (" + net.layers()[layer]->type() + ")";
+  return "layer '" + net.layer_label(layer) + "' (" + net.layers()[layer]->type() + ")";
 }
 
 // "param #0 of layer 'conv1' (Convolution)" for one of the net's parameter blobs.
