@@ -22,6 +22,14 @@ std::string Layer<Dtype>::Describe() const {
 }
 
 template <typename Dtype>
+std::uint64_t Layer<Dtype>::FirstSamplePosition(int num) {
+  if (batch_position_->known()) return batch_position_->first();
+  const std::uint64_t first = own_position_;
+  own_position_ += static_cast<std::uint64_t>(num);
+  return first;
+}
+
+template <typename Dtype>
 void Layer<Dtype>::SetUp(const BlobVec& bottom, const BlobVec& top) {
   CheckBlobCounts(bottom, top);
   LayerSetUp(bottom, top);

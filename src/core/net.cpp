@@ -153,6 +153,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     }
     Layer<Dtype>* layer = layers_.back().get();
     layer->set_seed(DeriveSeed(seed_, layer_id));
+    layer->set_batch_position(batch_position_);
     layer_names_.push_back(layer_param.name());
     layer_index_[layer_param.name()] = layer_id;
     VLOG(1) << "Creating layer " << layer_param.name();

@@ -8,6 +8,7 @@
 
 #include "doppio/data/image_io.hpp"
 #include "doppio/util/io.hpp"
+#include "doppio/util/philox.hpp"
 
 namespace doppio {
 
@@ -64,14 +65,16 @@ DataTransformer<Dtype>::DataTransformer(const TransformationParameter& param, Ph
 }
 
 template <typename Dtype>
-typename DataTransformer<Dtype>::Draw DataTransformer<Dtype>::NextDraw() {
+typename DataTransformer<Dtype>::Draw DataTransformer<Dtype>::DrawFor(
+    std::uint64_t position) const {
   Draw draw;
   if (phase_ != TRAIN) return draw;
+  const PhiloxWords words = SampleWords(seed_, position, 0);
   if (param_.crop_size() > 0) {
-    draw.crop_h = static_cast<std::uint32_t>(rng_.engine()() >> 32);
-    draw.crop_w = static_cast<std::uint32_t>(rng_.engine()() >> 32);
+    draw.crop_h = words.v[0];
+    draw.crop_w = words.v[1];
   }
-  if (param_.mirror()) draw.mirror = (rng_.engine()() >> 63) != 0;
+  if (param_.mirror()) draw.mirror = (words.v[2] >> 31) != 0;
   return draw;
 }
 

@@ -41,7 +41,7 @@ void ShardedReader::SeekTo(std::uint64_t index) {
 ShardedReader::Record ShardedReader::Peek() {
   const std::uint64_t index = sequence_.RecordIndex(batch_k_, batch_j_);
   SeekTo(index);
-  return {cursor_->key(), cursor_->value(), index};
+  return {cursor_->key(), cursor_->value(), index, sequence_.Position(batch_k_, batch_j_)};
 }
 
 ShardedReader::Record ShardedReader::Next() {

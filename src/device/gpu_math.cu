@@ -202,7 +202,7 @@ __global__ void PartialSumKernel(long long n, const Dtype* x, Dtype* partial) {
 template <typename Dtype>
 __global__ void UniformKernel(long long n, Dtype a, Dtype b, unsigned long long seed, Dtype* r) {
   DOPPIO_KERNEL_LOOP(i, n) {
-    const PhiloxOutput bits = Philox4x32(static_cast<unsigned long long>(i), 0u, seed);
+    const PhiloxWords bits = CounterWords(i, 0u, seed);
     r[i] = a + (b - a) * UniformFromBits<Dtype>(bits.v[0], bits.v[1]);
   }
 }
@@ -211,7 +211,7 @@ template <typename Dtype>
 __global__ void GaussianKernel(long long n, Dtype mean, Dtype stddev, unsigned long long seed,
                                Dtype* r) {
   DOPPIO_KERNEL_LOOP(i, n) {
-    const PhiloxOutput bits = Philox4x32(static_cast<unsigned long long>(i), 1u, seed);
+    const PhiloxWords bits = CounterWords(i, 1u, seed);
     // Box-Muller; 1 - u lies in (0, 1], so the log is finite.
     const Dtype u1 = Dtype(1) - UniformFromBits<Dtype>(bits.v[0], bits.v[1]);
     const Dtype u2 = UniformFromBits<Dtype>(bits.v[2], bits.v[3]);
@@ -223,7 +223,7 @@ __global__ void GaussianKernel(long long n, Dtype mean, Dtype stddev, unsigned l
 template <typename Dtype>
 __global__ void BernoulliKernel(long long n, Dtype p, unsigned long long seed, unsigned int* r) {
   DOPPIO_KERNEL_LOOP(i, n) {
-    const PhiloxOutput bits = Philox4x32(static_cast<unsigned long long>(i), 2u, seed);
+    const PhiloxWords bits = CounterWords(i, 2u, seed);
     r[i] = UniformFromBits<Dtype>(bits.v[0], bits.v[1]) < p ? 1u : 0u;
   }
 }

@@ -6,6 +6,11 @@
 
 namespace doppio {
 
+namespace {
+// The sub-stream of the base seed that crops and mirrors draw from.
+constexpr std::uint64_t kCropMirrorStream = 0xc409;
+}  // namespace
+
 TransformationParameter MergedTransformParam(const LayerParameter& param, const std::string& who) {
   TransformationParameter merged = param.transform_param();
   const bool image = param.has_image_data_param();
@@ -96,7 +101,7 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
   base_seed_ = this->rng().engine()();
   transformer_ =
       std::make_unique<DataTransformer<Dtype>>(MergedTransformParam(param, who), this->phase_, who);
-  transformer_->Seed(DeriveSeed(base_seed_, static_cast<std::uint64_t>(shard_rank_)));
+  transformer_->set_seed(DeriveSeed(base_seed_, kCropMirrorStream));
   workers_ = std::make_unique<WorkerPool>(threads_);
 
   record_shape_ = DataLayerSetUp();
@@ -147,6 +152,7 @@ void BasePrefetchingDataLayer<Dtype>::CopyToTopsOnHost(const Batch<Dtype>& batch
 template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   Batch<Dtype>* batch = TakeBatch();
+  this->batch_position().Set(batch->first_position);
   CopyToTopsOnHost(*batch, top);
   prefetcher_->Release(batch);
 }
@@ -156,6 +162,7 @@ template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
   uploader_.Enable(this->gpu_context());
   Batch<Dtype>* batch = TakeBatch();
+  this->batch_position().Set(batch->first_position);
   try {
     if (!uploader_.CopyToTops(*batch, top[0], output_labels_ ? top[1] : nullptr)) {
       CopyToTopsOnHost(*batch, top);

@@ -72,8 +72,9 @@ void DataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   draws_.resize(batch_size);
   for (int i = 0; i < batch_size; ++i) {
     records_[i] = reader_->Next();
-    draws_[i] = this->transformer_->NextDraw();
+    draws_[i] = this->transformer_->DrawFor(records_[i].position);
   }
+  batch->first_position = records_[0].position;
   const std::string who = this->Describe();
   this->workers_->For(batch_size, [&](int i) {
     const ShardedReader::Record& record = records_[i];

@@ -7,6 +7,19 @@
 namespace doppio {
 
 namespace {
+// The mask of DropoutLayer::Forward_cpu: unit u of a sample is kept when the sample's word u
+// is below `keep`.
+__global__ void DropoutMask(long long n, long long per_sample, unsigned long long first,
+                            unsigned long long seed, unsigned long long keep, unsigned int* mask) {
+  DOPPIO_KERNEL_LOOP(i, n) {
+    const long long sample = i / per_sample, unit = i - sample * per_sample;
+    mask[i] = SampleWord(seed, first + static_cast<unsigned long long>(sample),
+                         static_cast<unsigned long long>(unit)) < keep
+                  ? 1u
+                  : 0u;
+  }
+}
+
 template <typename Dtype>
 __global__ void DropoutForward(long long n, const Dtype* x, const unsigned int* mask, Dtype scale,
                                Dtype* y) {
@@ -30,8 +43,13 @@ void DropoutLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top)
     const std::size_t bytes = sizeof(unsigned int) * static_cast<std::size_t>(count);
     if (!mask_gpu_ || mask_gpu_->size() < bytes) mask_gpu_ = std::make_shared<SyncedMemory>(bytes);
     unsigned int* mask = static_cast<unsigned int*>(mask_gpu_->mutable_gpu_data(gpu));
-    // The seed comes from the layer's own stream: re-seeding the layer repeats the mask.
-    gpu_rng_bernoulli<Dtype>(gpu, count, Dtype(1) - ratio_, this->rng(), mask);
+    const int num = bottom[0]->num_axes() > 0 ? bottom[0]->shape(0) : 1;
+    const std::uint64_t first = this->FirstSamplePosition(num);
+    LaunchKernel("DropoutMask", gpu, count, DropoutMask, static_cast<long long>(count),
+                 static_cast<long long>(num > 0 ? count / num : 0),
+                 static_cast<unsigned long long>(first),
+                 static_cast<unsigned long long>(MaskSeed()),
+                 static_cast<unsigned long long>(BernoulliThreshold(1.0 - ratio_)), mask);
     LaunchKernel("DropoutForward", gpu, count, DropoutForward<Dtype>, static_cast<long long>(count),
                  x, static_cast<const unsigned int*>(mask), train_scale_, y);
   } else if (test_scale_ != Dtype(1)) {

@@ -131,9 +131,11 @@ void ImageDataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   batch_entries_.resize(batch_size);
   draws_.resize(batch_size);
   for (int i = 0; i < batch_size; ++i) {
-    batch_entries_[i] = EntryAt(sequence_->Position(batch_k_, i));
-    draws_[i] = this->transformer_->NextDraw();
+    const std::uint64_t position = sequence_->Position(batch_k_, i);
+    batch_entries_[i] = EntryAt(position);
+    draws_[i] = this->transformer_->DrawFor(position);
   }
+  batch->first_position = sequence_->Position(batch_k_, 0);
   ++batch_k_;
   this->workers_->For(batch_size, [&](int i) {
     const int index = batch_entries_[i];

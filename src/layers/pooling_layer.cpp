@@ -12,6 +12,7 @@
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/philox.hpp"
 #include "doppio/util/thread_pool.hpp"
 
 namespace doppio {
@@ -311,7 +312,15 @@ void PoolingLayer<Dtype>::BackwardAve(const Dtype* top_diff, Dtype* diff, int pa
 }
 
 template <typename Dtype>
-void PoolingLayer<Dtype>::ForwardStochasticTrain(const Dtype* in, Dtype* out, int* index) {
+std::uint64_t PoolingLayer<Dtype>::StochasticSeed() const {
+  constexpr std::uint64_t kStochasticStream = 0x5709;
+  return DeriveSeed(this->seed(), kStochasticStream);
+}
+
+template <typename Dtype>
+void PoolingLayer<Dtype>::ForwardStochasticTrain(const Dtype* in, Dtype* out, int* index,
+                                                 std::uint64_t seed, std::uint64_t position,
+                                                 std::uint64_t first_word) {
   for (int ph = 0; ph < pooled_height_; ++ph) {
     const int hstart = ph * stride_h_, hend = std::min(hstart + kernel_h_, height_);
     for (int pw = 0; pw < pooled_width_; ++pw) {
@@ -321,7 +330,9 @@ void PoolingLayer<Dtype>::ForwardStochasticTrain(const Dtype* in, Dtype* out, in
         for (int w = wstart; w < wend; ++w) sum += in[h * width_ + w];
       // Sample a position with probability proportional to its activation: the first one
       // whose running sum reaches a uniform fraction of the total.
-      const Dtype threshold = static_cast<Dtype>(this->rng().Uniform(0, 1)) * sum;
+      const int o = ph * pooled_width_ + pw;
+      const Dtype threshold =
+          static_cast<Dtype>(UniformFromWord(SampleWord(seed, position, first_word + o))) * sum;
       int pick = -1;
       Dtype running = 0;
       for (int h = hstart; h < hend && pick < 0; ++h) {
@@ -335,7 +346,6 @@ void PoolingLayer<Dtype>::ForwardStochasticTrain(const Dtype* in, Dtype* out, in
       }
       // Rounding can leave the running sum just short of the threshold: take the last.
       if (pick < 0 && hend > hstart && wend > wstart) pick = (hend - 1) * width_ + wend - 1;
-      const int o = ph * pooled_width_ + pw;
       out[o] = pick >= 0 ? in[pick] : Dtype(0);
       index[o] = pick;
     }
@@ -367,7 +377,6 @@ void PoolingLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top)
   if (top[0]->count() == 0) return;  // an empty batch has no buffers to touch
   const Dtype* in = bottom[0]->cpu_data();
   Dtype* out = top[0]->mutable_cpu_data();
-  const int planes = num_ * channels_;
   const int in_plane = height_ * width_;
   const int out_plane = pooled_height_ * pooled_width_;
   switch (method_) {
@@ -387,19 +396,23 @@ void PoolingLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top)
                    out + static_cast<size_t>(i) * out_plane);
       });
       break;
-    case PoolingParameter::STOCHASTIC:
-      // Serial: TRAIN draws from the layer's one random stream in plane order.
-      for (int i = 0; i < planes; ++i) {
+    case PoolingParameter::STOCHASTIC: {
+      const std::uint64_t first = this->phase_ == TRAIN ? this->FirstSamplePosition(num_) : 0;
+      const std::uint64_t seed = StochasticSeed();
+      ForPlanes([&](int i, int) {
         const Dtype* plane_in = in + static_cast<size_t>(i) * in_plane;
         Dtype* plane_out = out + static_cast<size_t>(i) * out_plane;
         if (this->phase_ == TRAIN) {
+          const int n = i / channels_, c = i - n * channels_;
           ForwardStochasticTrain(plane_in, plane_out,
-                                 index_.data() + static_cast<size_t>(i) * out_plane);
+                                 index_.data() + static_cast<size_t>(i) * out_plane, seed,
+                                 first + n, static_cast<std::uint64_t>(c) * out_plane);
         } else {
           ForwardStochasticTest(plane_in, plane_out);
         }
-      }
+      });
       break;
+    }
     default:
       DOPPIO_FAIL() << this->Describe() << ": unknown pooling_param.pool " << method_;
   }

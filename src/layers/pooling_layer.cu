@@ -78,7 +78,8 @@ __global__ void AvePoolForward(long long n, const Dtype* in, PoolShape s, Dtype*
 
 template <typename Dtype>
 __global__ void StochasticPoolForwardTrain(long long n, const Dtype* in, PoolShape s,
-                                           const Dtype* uniform, Dtype* out, int* picked) {
+                                           unsigned long long seed, unsigned long long first,
+                                           Dtype* out, int* picked) {
   DOPPIO_KERNEL_LOOP(index, n) {
     long long plane;
     int ph, pw;
@@ -91,7 +92,15 @@ __global__ void StochasticPoolForwardTrain(long long n, const Dtype* in, PoolSha
       for (int w = wstart; w < wend; ++w) sum += x[h * s.width + w];
     }
     // The first position whose running sum reaches a uniform fraction of the total.
-    const Dtype threshold = uniform[index] * sum;
+    // The draw of PoolingLayer::ForwardStochasticTrain: word o of the sample, o the
+    // output's index within its sample.
+    const long long per_sample =
+        static_cast<long long>(s.channels) * s.pooled_height * s.pooled_width;
+    const long long sample = index / per_sample;
+    const Dtype threshold = static_cast<Dtype>(UniformFromWord(SampleWord(
+                                seed, first + static_cast<unsigned long long>(sample),
+                                static_cast<unsigned long long>(index - sample * per_sample)))) *
+                            sum;
     int pick = -1;
     Dtype running = 0;
     for (int h = hstart; h < hend && pick < 0; ++h) {
@@ -257,11 +266,10 @@ void PoolingLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top)
       break;
     case PoolingParameter::STOCHASTIC:
       if (this->phase_ == TRAIN) {
-        rand_gpu_.Reshape(std::vector<int>{static_cast<int>(count)});
-        gpu_rng_uniform<Dtype>(gpu, static_cast<int>(count), Dtype(0), Dtype(1), this->rng(),
-                               rand_gpu_.mutable_gpu_data(gpu));
+        const std::uint64_t first = this->FirstSamplePosition(num_);
         LaunchKernel("StochasticPoolForwardTrain", gpu, count, StochasticPoolForwardTrain<Dtype>,
-                     count, in, s, rand_gpu_.gpu_data(gpu), out, index_buffer());
+                     count, in, s, static_cast<unsigned long long>(StochasticSeed()),
+                     static_cast<unsigned long long>(first), out, index_buffer());
       } else {
         LaunchKernel("StochasticPoolForwardTest", gpu, count, StochasticPoolForwardTest<Dtype>,
                      count, in, s, out);

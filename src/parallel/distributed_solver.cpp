@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <limits>
+#include <random>
 #include <sstream>
 
 #include "doppio/core/layer_registry.hpp"
@@ -116,8 +117,19 @@ void DistributedSolver<Dtype>::PrepareParameters(const SolverParameter& param) {
       }
     }
   };
+  SolverParameter agreed = param;
+  if (setup.size > 1 && agreed.random_seed() < 0) {
+    // Caffe's -1 asks for a fresh seed; every rank must draw its per-sample crops, mirrors
+    // and dropout masks from the same one, so rank 0's is everyone's.
+    std::uint64_t seed =
+        setup.rank == 0 ? (std::uint64_t{std::random_device{}()} << 31) ^ std::random_device{}()
+                        : 0;
+    comm_->Broadcast(&seed, 1, CommType::kUInt64, 0, "random seed");
+    agreed.set_random_seed(static_cast<std::int64_t>(seed & 0x7fffffffffffffffULL));
+    LOG(INFO) << "random_seed -1: every rank uses rank 0's fresh seed " << agreed.random_seed();
+  }
   try {
-    config_ = ConfigureRank(setup.size > 1 ? ReadSolverNetFiles(param) : param, setup, &notes);
+    config_ = ConfigureRank(setup.size > 1 ? ReadSolverNetFiles(agreed) : agreed, setup, &notes);
   } catch (const Error&) {
     say();
     throw;

@@ -93,11 +93,10 @@ RankConfig ConfigureRank(const SolverParameter& param, const RankSetup& setup,
   }
 
   // What every rank must agree on: everything but what only rank 0 uses (the weights to
-  // load, where snapshots go), the seeds (rank 0's weights replace the others') and the
-  // device (with --gpu=all each rank of a node has its own).
+  // load, where snapshots go) and the device (with --gpu=all each rank of a node has its
+  // own). The seed is included: per-sample random draws key on it.
   {
     SolverParameter common = p;
-    common.clear_random_seed();
     common.clear_weights();
     common.clear_snapshot_prefix();
     common.clear_device_id();
@@ -155,10 +154,6 @@ RankConfig ConfigureRank(const SolverParameter& param, const RankSetup& setup,
         << " ranks; the ranks split the test batches among them, and each needs one";
     config.test_iter_total.push_back(total);
     p.set_test_iter(i, total / size + (rank < total % size ? 1 : 0));
-  }
-  if (p.random_seed() >= 0 && rank > 0) {
-    // Own streams for dropout and cropping; the weights come from rank 0.
-    p.set_random_seed(p.random_seed() + 1000003LL * rank);
   }
   if (rank > 0) {
     p.clear_weights();

@@ -34,10 +34,10 @@ class DataTransformerTest : public ::testing::Test {
                          std::uint64_t seed = 1) {
     DataTransformer<Dtype> transformer(ParseText<TransformationParameter>(text), phase,
                                        "layer 'd' (Data)");
-    transformer.Seed(seed);
+    transformer.set_seed(seed);
     const std::vector<int> shape = transformer.InferShape(datum, "record 'r'");
     std::vector<Dtype> out(shape[0] * shape[1] * shape[2]);
-    transformer.Transform(datum, transformer.NextDraw(), out.data(), "record 'r'");
+    transformer.Transform(datum, transformer.DrawFor(0), out.data(), "record 'r'");
     return out;
   }
   void ExpectValues(const std::vector<Dtype>& got, const std::vector<double>& want) {
@@ -163,7 +163,7 @@ TYPED_TEST(DataTransformerTest, ImageMatIsReadAsPlanarBgr) {
                                          "layer 'i'");
   EXPECT_EQ(transformer.InferShape(image, "x"), (std::vector<int>{3, 2, 2}));
   std::vector<TypeParam> out(12);
-  transformer.Transform(image, transformer.NextDraw(), out.data(), "x");
+  transformer.Transform(image, transformer.DrawFor(0), out.data(), "x");
   this->ExpectValues(out, {0, 1, 10, 11, 50, 50, 51, 51, 200, 201, 200, 201});
   // The same pixels through a Datum give the same values.
   Datum datum;
@@ -211,21 +211,50 @@ TYPED_TEST(DataTransformerTest, SameSeedSameDrawsAcrossInstances) {
   DataTransformer<TypeParam> a(ParseText<TransformationParameter>(text), TRAIN, "l");
   DataTransformer<TypeParam> b(ParseText<TransformationParameter>(text), TRAIN, "l");
   DataTransformer<TypeParam> c(ParseText<TransformationParameter>(text), TRAIN, "l");
-  a.Seed(42);
-  b.Seed(42);
-  c.Seed(43);
+  a.set_seed(42);
+  b.set_seed(42);
+  c.set_seed(43);
   const Datum datum = Grid();
   for (int i = 0; i < 20; ++i) {
     std::vector<TypeParam> x(4), y(4), z(4);
-    a.Transform(datum, a.NextDraw(), x.data(), "r");
-    b.Transform(datum, b.NextDraw(), y.data(), "r");
-    c.Transform(datum, c.NextDraw(), z.data(), "r");
+    a.Transform(datum, a.DrawFor(i), x.data(), "r");
+    b.Transform(datum, b.DrawFor(i), y.data(), "r");
+    c.Transform(datum, c.DrawFor(i), z.data(), "r");
     first.push_back(x);
     second.push_back(y);
     other.push_back(z);
   }
   EXPECT_EQ(first, second);
   EXPECT_NE(first, other);
+}
+
+// A record's draw depends on its stream position alone: asked in any order, from any
+// number of threads, the same position gives the same crop and mirror.
+TYPED_TEST(DataTransformerTest, DrawsAreAFunctionOfThePosition) {
+  DataTransformer<TypeParam> transformer(
+      ParseText<TransformationParameter>("crop_size: 2 mirror: true"), TRAIN, "l");
+  transformer.set_seed(7);
+  std::vector<typename DataTransformer<TypeParam>::Draw> forward, backward(64);
+  for (std::uint64_t p = 0; p < 64; ++p) forward.push_back(transformer.DrawFor(p));
+  for (std::uint64_t p = 64; p-- > 0;) backward[p] = transformer.DrawFor(p);
+  int mirrored = 0;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> offsets;
+  for (std::size_t p = 0; p < forward.size(); ++p) {
+    EXPECT_EQ(forward[p].crop_h, backward[p].crop_h) << p;
+    EXPECT_EQ(forward[p].crop_w, backward[p].crop_w) << p;
+    EXPECT_EQ(forward[p].mirror, backward[p].mirror) << p;
+    mirrored += forward[p].mirror;
+    offsets.insert({forward[p].crop_h % 2, forward[p].crop_w % 3});
+  }
+  // Grid() is 3 x 4: a 2 x 2 crop has 2 x 3 offsets, and about half the records mirror.
+  EXPECT_EQ(offsets.size(), 6u);
+  EXPECT_GT(mirrored, 16);
+  EXPECT_LT(mirrored, 48);
+  // TEST draws nothing: centred crop, no mirror.
+  DataTransformer<TypeParam> test(ParseText<TransformationParameter>("crop_size: 2 mirror: true"),
+                                  TEST, "l");
+  EXPECT_FALSE(test.DrawFor(3).mirror);
+  EXPECT_EQ(test.DrawFor(3).crop_h, 0u);
 }
 
 // Bad input: every error names the layer and what is wrong.
@@ -296,7 +325,7 @@ TYPED_TEST(DataTransformerTest, ExpectedShapeMismatchNamesBothShapes) {
   std::vector<TypeParam> out(12);
   const std::vector<int> expected = {1, 2, 2};
   EXPECT_ERROR_WITH(
-      transformer.Transform(Grid(), transformer.NextDraw(), out.data(), "record 'r'", &expected),
+      transformer.Transform(Grid(), transformer.DrawFor(0), out.data(), "record 'r'", &expected),
       "layer 'd' (Data)", "record 'r'", "1x3x4", "1x2x2", "crop_size");
 }
 

@@ -43,10 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (doppio::DataTransformer<float>& transformer : Transformers()) {
     doppio::fuzz::ExpectingErrors([&] {
       // Seeded per input, so that a crop offset or a mirror that finds a bug repeats.
-      transformer.Seed(size);
+      transformer.set_seed(size);
       const std::vector<int> shape = transformer.InferShape(datum, "fuzz record");
       std::vector<float> out(static_cast<std::size_t>(shape[0]) * shape[1] * shape[2]);
-      transformer.Transform(datum, transformer.NextDraw(), out.data(), "fuzz record", &shape);
+      transformer.Transform(datum, transformer.DrawFor(size), out.data(), "fuzz record", &shape);
     });
   }
   return 0;

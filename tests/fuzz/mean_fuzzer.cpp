@@ -41,12 +41,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         param.set_crop_size(crop);
         param.set_mirror(true);
         doppio::DataTransformer<float> transformer(param, phase, "fuzz transformer");
-        transformer.Seed(size);
+        transformer.set_seed(size);
         for (const doppio::Datum& record : records) {
           doppio::fuzz::ExpectingErrors([&] {
             const std::vector<int> shape = transformer.InferShape(record, "fuzz record");
             std::vector<float> out(static_cast<std::size_t>(shape[0]) * shape[1] * shape[2]);
-            transformer.Transform(record, transformer.NextDraw(), out.data(), "fuzz record",
+            transformer.Transform(record, transformer.DrawFor(size), out.data(), "fuzz record",
                                   &shape);
           });
         }

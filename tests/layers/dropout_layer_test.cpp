@@ -90,20 +90,37 @@ TYPED_TEST(DropoutLayerTest, DefaultsAreHalfAndScaled) {
   }
 }
 
-TYPED_TEST(DropoutLayerTest, MaskIsReproducibleAndVaries) {
+// A sample's mask is a function of (seed, the sample's stream position): the data-parallel
+// equivalence and exact resume rest on it.
+TYPED_TEST(DropoutLayerTest, MaskIsAFunctionOfSeedAndSamplePosition) {
   using Dtype = TypeParam;
-  DropoutLayer<Dtype> layer(this->Param("TRAIN", 0.5, true));
-  Blob<Dtype> bottom({200}), top;
+  const int num = 4, units = 50;
+  Blob<Dtype> bottom({num, units}), half({num / 2, units}), top, half_top;
   cpu_set(bottom.count(), Dtype(1), bottom.mutable_cpu_data());
-  layer.SetUp({&bottom}, {&top});
-  layer.set_seed(7);
-  layer.Forward({&bottom}, {&top});
-  const std::vector<unsigned int> first = layer.mask();
-  layer.Forward({&bottom}, {&top});
-  EXPECT_NE(first, layer.mask()) << "consecutive iterations drew the same mask";
-  layer.set_seed(7);
-  layer.Forward({&bottom}, {&top});
-  EXPECT_EQ(first, layer.mask()) << "the same seed gave another mask";
+  cpu_set(half.count(), Dtype(1), half.mutable_cpu_data());
+  DropoutLayer<Dtype> whole(this->Param("TRAIN", 0.5, true));
+  whole.SetUp({&bottom}, {&top});
+  whole.set_seed(7);
+  // Without a reading layer the layer numbers its own samples: 0..3, then 4..7.
+  whole.Forward({&bottom}, {&top});
+  const std::vector<unsigned int> first = whole.mask();
+  whole.Forward({&bottom}, {&top});
+  EXPECT_NE(first, whole.mask()) << "consecutive batches drew the same masks";
+
+  // A second rank's half batch placed at position 2 draws the masks of samples 2 and 3.
+  DropoutLayer<Dtype> second_rank(this->Param("TRAIN", 0.5, true));
+  second_rank.SetUp({&half}, {&half_top});
+  second_rank.set_seed(7);
+  second_rank.batch_position().Set(2);
+  second_rank.Forward({&half}, {&half_top});
+  EXPECT_TRUE(
+      std::equal(second_rank.mask().begin(), second_rank.mask().end(), first.begin() + 2 * units));
+
+  // Another seed: other masks.
+  second_rank.set_seed(8);
+  second_rank.Forward({&half}, {&half_top});
+  EXPECT_FALSE(
+      std::equal(second_rank.mask().begin(), second_rank.mask().end(), first.begin() + 2 * units));
 }
 
 TYPED_TEST(DropoutLayerTest, BadRatioNamesLayerAndField) {

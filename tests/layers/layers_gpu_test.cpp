@@ -658,13 +658,20 @@ TYPED_TEST(RandomLayerGpuTest, DropoutTrainMasksAndScales) {
     const Dtype expected = first[i] == Dtype(0) ? Dtype(0) : top.cpu_diff()[i] * scale;
     EXPECT_NEAR(bottom.cpu_diff()[i], expected, 1e-5) << i;
   }
-  // Re-seeding repeats the mask; another seed gives another.
-  layer->set_seed(3);
-  layer->Forward({&bottom}, {&top});
-  EXPECT_TRUE(std::equal(first.begin(), first.end(), top.cpu_data()));
-  layer->set_seed(4);
-  layer->Forward({&bottom}, {&top});
-  EXPECT_FALSE(std::equal(first.begin(), first.end(), top.cpu_data()));
+  // The CPU draws the same masks for the same seed and sample positions.
+  auto cpu = LayerRegistry<Dtype>::CreateLayer(layer->layer_param(), Mode::CPU);
+  Blob<Dtype> cpu_top;
+  cpu->SetUp({&bottom}, {&cpu_top});
+  cpu->set_seed(3);
+  cpu->Forward({&bottom}, {&cpu_top});
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), cpu_top.cpu_data()));
+  // A batch at another position, or another seed, draws other masks.
+  for (const auto& [seed, position] : {std::pair<int, int>{3, 50}, {4, 0}}) {
+    layer->set_seed(seed);
+    layer->batch_position().Set(position);
+    layer->Forward({&bottom}, {&top});
+    EXPECT_FALSE(std::equal(first.begin(), first.end(), top.cpu_data())) << seed << " " << position;
+  }
 }
 
 TYPED_TEST(RandomLayerGpuTest, StochasticPoolingTrainPicksWindowValues) {
@@ -709,6 +716,12 @@ TYPED_TEST(RandomLayerGpuTest, StochasticPoolingTrainPicksWindowValues) {
       }
     }
   }
+  // The CPU picks the same elements for the same seed and sample positions.
+  auto cpu = LayerRegistry<Dtype>::CreateLayer(param, Mode::CPU);
+  Blob<Dtype> cpu_top;
+  cpu->SetUp({&bottom}, {&cpu_top});
+  cpu->Forward({&bottom}, {&cpu_top});
+  EXPECT_TRUE(std::equal(cpu_top.cpu_data(), cpu_top.cpu_data() + cpu_top.count(), top.cpu_data()));
 }
 
 // A layer may be followed by one running in place on its top (Dropout, Scale): its gradient

@@ -37,17 +37,23 @@ void WriteLmdb(const std::string& path, int first, int count) {
   parallel_test::WriteRecords(path, first, count);
 }
 
-std::string Net(const std::string& dir, int train_batch, int test_batch, bool shared = false,
-                int hidden = 12) {
+// The net's variants: plain; with a parameter shared by two layers; with every random part
+// of an ImageNet net (random crop and mirror of each record, Dropout).
+enum class Variant { kPlain, kShared, kAugmented };
+
+std::string Net(const std::string& dir, int train_batch, int test_batch,
+                Variant variant = Variant::kPlain, int hidden = 12) {
   std::ostringstream s;
+  const bool shared = variant == Variant::kShared, augmented = variant == Variant::kAugmented;
   const std::string share = shared ? "param { name: 'sq' } param { } " : "";
   s << "name: 'tiny' "
     << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: TRAIN } "
-    << "  transform_param { scale: 0.00390625 } "
+    << "  transform_param { scale: 0.00390625 " << (augmented ? "crop_size: 3 mirror: true " : "")
+    << "} "
     << "  data_param { source: '" << dir << "/train' batch_size: " << train_batch
     << " backend: LMDB } } "
     << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: TEST } "
-    << "  transform_param { scale: 0.00390625 } "
+    << "  transform_param { scale: 0.00390625 " << (augmented ? "crop_size: 3 " : "") << "} "
     << "  data_param { source: '" << dir << "/test' batch_size: " << test_batch
     << " backend: LMDB } } "
     << "layer { name: 'conv1' type: 'Convolution' bottom: 'data' top: 'conv1' "
@@ -62,6 +68,10 @@ std::string Net(const std::string& dir, int train_batch, int test_batch, bool sh
     << "    weight_filler { type: 'gaussian' std: 0.3 } bias_filler { type: 'constant' value: 0.05 "
        "} } } "
     << "layer { name: 'relu2' type: 'ReLU' bottom: 'ip1' top: 'ip1' } ";
+  if (augmented) {
+    s << "layer { name: 'drop1' type: 'Dropout' bottom: 'ip1' top: 'ip1' "
+      << "  dropout_param { dropout_ratio: 0.5 } } ";
+  }
   std::string top = "ip1";
   if (shared) {
     // The same 12 x 12 weights again: its gradient is final only after ip1's backward.
@@ -195,15 +205,18 @@ class DistributedTest : public ::testing::Test {
 
   // Trains on every rank (batch kBatch each) and compares with one process (batch N*kBatch).
   // With `gpu`, both train on it, the ranks communicating through `comm`.
-  void ExpectEquivalence(const std::string& type, int iter_size, bool shared, SyncMode mode,
+  void ExpectEquivalence(const std::string& type, int iter_size, Variant variant, SyncMode mode,
                          std::shared_ptr<Communicator> comm = World(),
                          std::shared_ptr<GpuContext> gpu = nullptr) {
     const std::string what = type + " iter_size " + std::to_string(iter_size) +
-                             (shared ? " shared params" : "") + " --sync=" + SyncModeName(mode) +
-                             " on " + std::to_string(N()) + " ranks" + (gpu ? " on GPUs" : "");
+                             (variant == Variant::kShared      ? " shared params"
+                              : variant == Variant::kAugmented ? " crop, mirror, dropout"
+                                                               : "") +
+                             " --sync=" + SyncModeName(mode) + " on " + std::to_string(N()) +
+                             " ranks" + (gpu ? " on GPUs" : "");
     ParallelOptions options = Options(mode);
     options.gpu = gpu;
-    DistributedSolver<float> trainer(Param(type, Net(Dir(), kBatch, kBatch, shared), iter_size),
+    DistributedSolver<float> trainer(Param(type, Net(Dir(), kBatch, kBatch, variant), iter_size),
                                      comm, options);
     if (N() > 1) {
       EXPECT_GT(trainer.sync().buckets().size(), 2u) << what;
@@ -211,12 +224,12 @@ class DistributedTest : public ::testing::Test {
     trainer.Solve();
     EXPECT_EQ(trainer.solver()->iter(), 6);
     auto single = SolverRegistry<float>::CreateSolver(
-        Param(type, Net(Dir(), N() * kBatch, kBatch, shared), iter_size), gpu);
+        Param(type, Net(Dir(), N() * kBatch, kBatch, variant), iter_size), gpu);
     single->Solve();
     ExpectClose(Weights(*trainer.solver()), Weights(*single), what);
     // The weights moved: the comparison means something.
     auto initial =
-        SolverRegistry<float>::CreateSolver(Param(type, Net(Dir(), N() * kBatch, kBatch, shared)));
+        SolverRegistry<float>::CreateSolver(Param(type, Net(Dir(), N() * kBatch, kBatch, variant)));
     EXPECT_NE(Weights(*initial), Weights(*single));
   }
 
@@ -227,22 +240,28 @@ mpi_test::SharedTempDir* DistributedTest::dir_ = nullptr;
 const SyncMode kModes[] = {SyncMode::kOverlap, SyncMode::kReduceBroadcast, SyncMode::kBlocking};
 
 TEST_F(DistributedTest, EquivalenceSgdEveryMode) {
-  for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, false, mode);
+  for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, Variant::kPlain, mode);
 }
 
 TEST_F(DistributedTest, EquivalenceAdamEveryMode) {
-  for (SyncMode mode : kModes) ExpectEquivalence("Adam", 1, false, mode);
+  for (SyncMode mode : kModes) ExpectEquivalence("Adam", 1, Variant::kPlain, mode);
 }
 
 TEST_F(DistributedTest, EquivalenceIterSize2EveryMode) {
   for (SyncMode mode : kModes) {
-    ExpectEquivalence("SGD", 2, false, mode);
-    ExpectEquivalence("Adam", 2, false, mode);
+    ExpectEquivalence("SGD", 2, Variant::kPlain, mode);
+    ExpectEquivalence("Adam", 2, Variant::kPlain, mode);
   }
 }
 
 TEST_F(DistributedTest, EquivalenceSharedParametersEveryMode) {
-  for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, true, mode);
+  for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, Variant::kShared, mode);
+}
+
+// Crops, mirrors and dropout masks belong to the sample, not to the rank that reads it.
+TEST_F(DistributedTest, EquivalenceWithRandomCropMirrorAndDropout) {
+  ExpectEquivalence("SGD", 1, Variant::kAugmented, SyncMode::kOverlap);
+  ExpectEquivalence("SGD", 2, Variant::kAugmented, SyncMode::kBlocking);
 }
 
 // --- On GPUs: the same invariant with the gradients in device memory. ---
@@ -264,8 +283,10 @@ TEST_F(DistributedTest, GpuEquivalenceRanksSharingOneGpuStagedThroughMpi) {
   if (N() > 1) {
     EXPECT_NE(std::dynamic_pointer_cast<StagingCommunicator>(comm), nullptr) << comm->description();
   }
-  for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, false, mode, comm, gpu);
-  ExpectEquivalence("Adam", 2, true, SyncMode::kOverlap, comm, gpu);
+  for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, Variant::kPlain, mode, comm, gpu);
+  ExpectEquivalence("Adam", 2, Variant::kShared, SyncMode::kOverlap, comm, gpu);
+  // The GPU's dropout masks are the CPU's, so the ranks agree with one process here too.
+  ExpectEquivalence("SGD", 1, Variant::kAugmented, SyncMode::kOverlap, comm, gpu);
 }
 
 TEST_F(DistributedTest, GpuEquivalenceWithNcclWhenEveryRankHasItsOwnGpu) {
@@ -280,8 +301,8 @@ TEST_F(DistributedTest, GpuEquivalenceWithNcclWhenEveryRankHasItsOwnGpu) {
   {
     std::shared_ptr<Communicator> comm = MakeGpuCommunicator(World(), gpu);
     EXPECT_NE(comm->description().find("NCCL"), std::string::npos) << comm->description();
-    for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, false, mode, comm, gpu);
-    ExpectEquivalence("Adam", 2, true, SyncMode::kOverlap, comm, gpu);
+    for (SyncMode mode : kModes) ExpectEquivalence("SGD", 1, Variant::kPlain, mode, comm, gpu);
+    ExpectEquivalence("Adam", 2, Variant::kShared, SyncMode::kOverlap, comm, gpu);
   }
 }
 
@@ -334,20 +355,18 @@ TEST_F(DistributedTest, BucketsLaunchWhileBackwardGoesOn) {
   EXPECT_EQ(counting->count("allreduce bucket"), 2 * buckets);
 }
 
-TEST_F(DistributedTest, RanksStartingFromDifferentSeedsEndWithRank0sWeights) {
-  SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch));
-  param.set_random_seed(100 + 17 * World()->rank());
+// random_seed -1 (a fresh seed each run, as in Caffe): every rank takes rank 0's, so that
+// the per-sample crops, mirrors and masks agree and the ranks train one net.
+TEST_F(DistributedTest, AFreshSeedIsRank0sOnEveryRank) {
+  SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch, Variant::kAugmented));
+  param.set_random_seed(-1);
   DistributedSolver<float> trainer(param, World(), Options(SyncMode::kOverlap));
-  param.set_random_seed(100);
-  auto rank0 = SolverRegistry<float>::CreateSolver(param);
-  EXPECT_EQ(Weights(*trainer.solver()), Weights(*rank0));
+  const std::int64_t seed = trainer.solver()->param().random_seed();
+  if (N() > 1) EXPECT_GE(seed, 0);
+  for (std::int64_t other : World()->AllgatherValue(seed)) EXPECT_EQ(other, seed);
+  trainer.Solve();
   const std::vector<std::uint64_t> sums = World()->AllgatherValue(trainer.WeightsChecksum());
   for (std::uint64_t sum : sums) EXPECT_EQ(sum, sums[0]);
-  if (World()->rank() > 0) {
-    // The others' seeds were different: without the broadcast the weights would differ.
-    param.set_random_seed(100 + 17 * World()->rank());
-    EXPECT_NE(Weights(*SolverRegistry<float>::CreateSolver(param)), Weights(*rank0));
-  }
 }
 
 TEST_F(DistributedTest, RanksOnDifferentDevicesAgree) {
@@ -517,8 +536,8 @@ TEST_F(DistributedTest, MismatchedNetsAreRefusedNamingTheRank) {
   const int last = N() - 1;
   const int hidden = World()->rank() == last ? 11 : 12;
   EXPECT_AGREED_ERROR(
-      DistributedSolver<float>(Param("SGD", Net(Dir(), kBatch, kBatch, false, hidden)), World(),
-                               Options(SyncMode::kOverlap)),
+      DistributedSolver<float>(Param("SGD", Net(Dir(), kBatch, kBatch, Variant::kPlain, hidden)),
+                               World(), Options(SyncMode::kOverlap)),
       "rank " + std::to_string(last) + " has different nets", "refusing to train");
 }
 
@@ -535,6 +554,11 @@ TEST_F(DistributedTest, MismatchedBucketsAndSolverSettingsAreRefused) {
       "different gradient bucket layout");
   SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch));
   if (odd) param.set_max_iter(7);
+  EXPECT_AGREED_ERROR(DistributedSolver<float>(param, World(), Options(SyncMode::kOverlap)),
+                      odd_ranks + " different solver settings");
+  // Per-sample random draws key on the seed: the ranks must share it.
+  param = Param("SGD", Net(Dir(), kBatch, kBatch));
+  if (odd) param.set_random_seed(6);
   EXPECT_AGREED_ERROR(DistributedSolver<float>(param, World(), Options(SyncMode::kOverlap)),
                       odd_ranks + " different solver settings");
 }

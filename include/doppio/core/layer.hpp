@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "doppio/core/batch_position.hpp"
 #include "doppio/core/blob.hpp"
 #include "doppio/core/common.hpp"
 #include "doppio/device/gpu_context.hpp"
@@ -81,9 +82,26 @@ class Layer {
     mode_ = gpu ? Mode::GPU : Mode::CPU;
     gpu_ = std::move(gpu);
   }
-  // Seeds the layer's own random stream (dropout masks, fillers, stochastic pooling).
-  void set_seed(std::uint64_t seed) { rng_.Seed(seed); }
+  // Seeds the layer's own random stream (fillers) and the key of its per-sample draws
+  // (dropout masks, stochastic pooling). It restarts the layer's own numbering of samples
+  // (FirstSamplePosition), so that re-seeding repeats its draws.
+  void set_seed(std::uint64_t seed) {
+    rng_.Seed(seed);
+    own_position_ = 0;
+  }
   Rng& rng() { return rng_; }
+  // The key of the layer's counter-based draws (per-sample randomness, philox.hpp).
+  std::uint64_t seed() const { return rng_.seed(); }
+  // Where the net's current batch sits in the stream of training samples. Net shares one
+  // among its layers; a layer on its own has its own.
+  void set_batch_position(std::shared_ptr<BatchPosition> position) {
+    batch_position_ = std::move(position);
+  }
+  BatchPosition& batch_position() const { return *batch_position_; }
+  // The stream position of the first of the `num` samples this Forward works on: the net's
+  // batch position when a layer of the net reads records, else the layer's own count of the
+  // samples it has seen.
+  std::uint64_t FirstSamplePosition(int num);
 
   // Loss layers report loss_weight 1 on their first top by default.
   virtual bool IsLossLayer() const { return false; }
@@ -127,6 +145,8 @@ class Layer {
   Mode mode_ = Mode::CPU;
   std::shared_ptr<GpuContext> gpu_;
   Rng rng_;
+  std::shared_ptr<BatchPosition> batch_position_ = std::make_shared<BatchPosition>();
+  std::uint64_t own_position_ = 0;
 };
 
 }  // namespace doppio

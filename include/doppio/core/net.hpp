@@ -163,6 +163,8 @@ class Net {
   std::string name_;
   Phase phase_;
   std::uint64_t seed_;
+  // Shared by every layer: the reading layer sets it, the random layers key on it.
+  std::shared_ptr<BatchPosition> batch_position_ = std::make_shared<BatchPosition>();
   std::shared_ptr<GpuContext> gpu_;
   std::vector<std::shared_ptr<Layer<Dtype>>> layers_;
   std::vector<std::string> layer_names_;

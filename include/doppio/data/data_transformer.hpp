@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "doppio/core/common.hpp"
-#include "doppio/util/rng.hpp"
 
 namespace cv {
 class Mat;
@@ -24,10 +23,11 @@ namespace doppio {
 //   window) or mean_value (one for all channels, or one per channel), not both;
 // - force_color / force_gray: decode encoded records as 3-channel BGR or 1-channel gray.
 //
-// Randomness is drawn with Draw() from the transformer's own Rng, sequentially, before the
-// records are transformed; Transform itself is const and can run on several threads at once
-// with results that do not depend on the thread count. Seed the Rng per rank so that runs
-// are reproducible.
+// The random choices for a record are a function of the seed and the record's position in
+// the global stream of training samples (DrawFor, counter-based: philox.hpp), not of a
+// sequential generator: a record is cropped and mirrored alike whichever rank reads it, on
+// any number of ranks, threads or prefetch depth, and a run resumed at a position draws what
+// the uninterrupted run drew there. Everything is const and may run on several threads.
 template <typename Dtype>
 class DataTransformer {
  public:
@@ -35,14 +35,15 @@ class DataTransformer {
   // when it cannot be read).
   DataTransformer(const TransformationParameter& param, Phase phase, const std::string& owner);
 
-  void Seed(std::uint64_t seed) { rng_.Seed(seed); }
+  // The same on every rank (drawn from the layer's base seed).
+  void set_seed(std::uint64_t seed) { seed_ = seed; }
 
   // The random choices for one record.
   struct Draw {
     std::uint32_t crop_h = 0, crop_w = 0;
     bool mirror = false;
   };
-  Draw NextDraw();
+  Draw DrawFor(std::uint64_t position) const;
 
   // Output shape {C, H, W} for a record (encoded records are decoded to learn their size).
   // `where` names the record in errors (e.g. "record '00000012' of LMDB 'x'").
@@ -75,7 +76,7 @@ class DataTransformer {
   TransformationParameter param_;
   Phase phase_;
   std::string owner_;
-  Rng rng_;
+  std::uint64_t seed_ = 0;
   // The mean file's pixels and shape.
   std::vector<float> mean_;
   int mean_channels_ = 0, mean_height_ = 0, mean_width_ = 0;

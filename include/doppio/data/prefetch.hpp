@@ -21,6 +21,8 @@ struct Batch {
   std::vector<int> shape;
   std::vector<Dtype> data;
   std::vector<Dtype> label;
+  // The stream position of the first record (ShardSequence); the others follow it.
+  std::uint64_t first_position = 0;
 };
 
 // Fills batches on a background thread, up to `depth` ahead of the consumer.

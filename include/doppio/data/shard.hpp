@@ -54,6 +54,7 @@ class ShardedReader {
     std::string_view key;
     std::string_view value;  // valid while the reader lives (LMDB read transaction)
     std::uint64_t index;     // record number in the DB
+    std::uint64_t position;  // place in the stream (ShardSequence::Position)
   };
   // The next record of this rank's stream.
   Record Next();

@@ -12,6 +12,7 @@
 #include "doppio/device/gpu_context.hpp"
 #include "doppio/device/gpu_math.hpp"
 #include "doppio/device/gpu_util.hpp"
+#include "doppio/util/philox.hpp"
 
 // kernel<<<grid, block, 0, stream>>>, spelled so that the host emulation
 // (DOPPIO_CUDA=EMULATE, tests/cuda_emulation/) can run it too.
@@ -53,43 +54,13 @@ void LaunchKernel(const char* name, GpuContext& gpu, long long n, void (*kernel)
 
 namespace doppio {
 
-// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"): a keyed
-// bijection of a 128-bit counter. Element i of a fill draws from counter (i, stream) under
-// a 64-bit seed, so a kernel needs no generator state and a fill is reproducible from its
-// seed alone; layers draw the seed from their own Rng.
-struct PhiloxOutput {
-  unsigned int v[4];
-};
-
-__device__ __forceinline__ PhiloxOutput Philox4x32(unsigned long long counter, unsigned int stream,
-                                                   unsigned long long seed) {
-  unsigned int c0 = static_cast<unsigned int>(counter);
-  unsigned int c1 = static_cast<unsigned int>(counter >> 32);
-  unsigned int c2 = stream;
-  unsigned int c3 = 0;
-  unsigned int k0 = static_cast<unsigned int>(seed);
-  unsigned int k1 = static_cast<unsigned int>(seed >> 32);
-  constexpr unsigned int kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr unsigned int kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-#pragma unroll
-  for (int round = 0; round < 10; ++round) {
-    const unsigned int hi0 = __umulhi(kM0, c0), lo0 = kM0 * c0;
-    const unsigned int hi1 = __umulhi(kM1, c2), lo1 = kM1 * c2;
-    const unsigned int n0 = hi1 ^ c1 ^ k0;
-    const unsigned int n2 = hi0 ^ c3 ^ k1;
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
-    k0 += kW0;
-    k1 += kW1;
-  }
-  PhiloxOutput out;
-  out.v[0] = c0;
-  out.v[1] = c1;
-  out.v[2] = c2;
-  out.v[3] = c3;
-  return out;
+// The random words of element i of a fill: counter (i, stream) under the fill's seed, so a
+// fill is reproducible from its seed alone, whatever the launch shape.
+__device__ __forceinline__ PhiloxWords CounterWords(long long i, unsigned int stream,
+                                                    unsigned long long seed) {
+  const auto counter = static_cast<std::uint64_t>(i);
+  return Philox4x32(static_cast<std::uint32_t>(counter), static_cast<std::uint32_t>(counter >> 32),
+                    stream, 0u, seed);
 }
 
 // Uniform in [0, 1) from random bits, with the full mantissa of each type.

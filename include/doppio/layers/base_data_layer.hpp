@@ -24,10 +24,11 @@ namespace doppio {
 // shard_rank and shard_size (Doppio's fields of data_param / image_data_param).
 //
 // Seeds: the layer's rng() (seeded by Net from the net seed) yields a base seed drawn in
-// LayerSetUp; the transformer's random crops and mirrors use DeriveSeed(base, shard_rank),
-// so ranks differ and runs repeat. Everything that must agree between ranks (rand_skip,
-// shuffling) is drawn from the base seed, which is the same on every rank built with the
-// same net seed.
+// LayerSetUp, the same on every rank built with the same net seed. Everything random is
+// drawn from it: rand_skip and shuffling (per epoch), and each record's crop and mirror,
+// keyed by the record's position in the global stream (DataTransformer::DrawFor). So N ranks
+// with batch B see exactly what one process with batch N*B sees. Forward publishes the
+// batch's position (Layer::batch_position) for the net's per-sample random layers.
 template <typename Dtype>
 class BasePrefetchingDataLayer : public Layer<Dtype> {
  public:

@@ -6,8 +6,11 @@
 
 namespace doppio {
 
-// In TRAIN, zeroes each unit with probability dropout_ratio, drawing the mask from the
-// layer's own rng(). With scale_train (the default) kept units are scaled by 1/(1 - ratio)
+// In TRAIN, zeroes each unit with probability dropout_ratio. Each sample's mask is a
+// function of the layer's seed and the sample's position in the stream of training samples
+// (Layer::batch_position, philox.hpp): a sample is masked alike on any number of ranks and on
+// the CPU and the GPU, and a resumed run draws the masks the uninterrupted run drew. With
+// scale_train (the default) kept units are scaled by 1/(1 - ratio)
 // in TRAIN and TEST is the identity; without it TRAIN keeps units unscaled and TEST scales
 // everything by (1 - ratio). Either way the expected output is the same in both phases.
 template <typename Dtype>
@@ -34,6 +37,9 @@ class DropoutLayer : public NeuronLayer<Dtype> {
 #endif
 
  private:
+  // The Philox key of the masks.
+  std::uint64_t MaskSeed() const;
+
   Dtype ratio_ = 0.5;
   bool scale_train_ = true;
   // Factor on kept units in TRAIN, and on every unit in TEST.

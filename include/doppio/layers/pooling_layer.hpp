@@ -43,7 +43,12 @@ class PoolingLayer : public Layer<Dtype> {
   void ForwardAve(const Dtype* in, Dtype* out);
   // Adds the plane's AVE gradient into diff.
   void BackwardAve(const Dtype* top_diff, Dtype* diff, int part);
-  void ForwardStochasticTrain(const Dtype* in, Dtype* out, int* index);
+  // The Philox key of STOCHASTIC's draws in TRAIN.
+  std::uint64_t StochasticSeed() const;
+  // One plane; output o of the plane draws the word first_word + o of the sample at
+  // `position` (philox.hpp).
+  void ForwardStochasticTrain(const Dtype* in, Dtype* out, int* index, std::uint64_t seed,
+                              std::uint64_t position, std::uint64_t first_word);
   void ForwardStochasticTest(const Dtype* in, Dtype* out);
 
   PoolingParameter::PoolMethod method_ = PoolingParameter::MAX;
@@ -70,7 +75,6 @@ class PoolingLayer : public Layer<Dtype> {
   void ForPlanes(const Fn& fn);
 #ifdef DOPPIO_WITH_CUDA
   std::shared_ptr<SyncedMemory> index_gpu_;  // index_ of Forward_gpu, on the device
-  Blob<Dtype> rand_gpu_;                     // STOCHASTIC TRAIN: one uniform draw per output
 #endif
 };
 

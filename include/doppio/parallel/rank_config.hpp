@@ -48,7 +48,8 @@ SolverParameter ReadSolverNetFiles(const SolverParameter& param);
 // This rank's parameter, from `param` as every rank has it: the solver type upgraded, the
 // learning rate scaled or warmed up when asked; with several ranks, every Data and
 // ImageData layer reads shard `rank` of `size`, test_iter is split among the ranks, each
-// rank but 0 has its own random seed, no weights to load and no snapshots. Net files are
+// rank but 0 has no weights to load and no snapshots. Every rank keeps the seed: crops,
+// mirrors and dropout masks are keyed by the sample, not the rank, and must agree. Net files are
 // not read (see ReadSolverNetFiles). A pure function: the lines to log go to `notes`, in
 // order, also when it throws Error (a test_iter smaller than the number of ranks).
 RankConfig ConfigureRank(const SolverParameter& param, const RankSetup& setup,

@@ -9,8 +9,13 @@ namespace doppio {
 // are reproducible without any process-wide generator.
 class Rng {
  public:
-  explicit Rng(std::uint64_t seed = 1701) : engine_(seed) {}
-  void Seed(std::uint64_t seed) { engine_.seed(seed); }
+  explicit Rng(std::uint64_t seed = 1701) : engine_(seed), seed_(seed) {}
+  void Seed(std::uint64_t seed) {
+    engine_.seed(seed);
+    seed_ = seed;
+  }
+  // The last seed given: counter-based draws (philox.hpp) key on it.
+  std::uint64_t seed() const { return seed_; }
   std::mt19937_64& engine() { return engine_; }
 
   // Uniform in [a, b].
@@ -22,6 +27,7 @@ class Rng {
 
  private:
   std::mt19937_64 engine_;
+  std::uint64_t seed_;
 };
 
 // Derives an independent seed for a sub-stream (e.g. layer k of a net seeded with s).
