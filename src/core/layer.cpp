@@ -22,6 +22,11 @@ std::string Layer<Dtype>::Describe() const {
 }
 
 template <typename Dtype>
+void Layer<Dtype>::SeekStream(std::uint64_t position) {
+  LOG(FATAL) << Describe() << " reads no records: it has no stream to seek to " << position;
+}
+
+template <typename Dtype>
 std::uint64_t Layer<Dtype>::FirstSamplePosition(int num) {
   if (batch_position_->known()) return batch_position_->first();
   const std::uint64_t first = own_position_;

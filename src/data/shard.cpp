@@ -15,7 +15,7 @@ ShardSequence::ShardSequence(int rank, int size, int batch, std::uint64_t num_re
   CHECK_GE(batch, 1);
   CHECK_GE(num_records, 1u);
   global_batch_ = static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(batch);
-  offset_ = offset % num_records_;
+  offset_ = offset;
 }
 
 ShardedReader::ShardedReader(db::DB* db, int rank, int size, int batch, std::uint64_t offset)

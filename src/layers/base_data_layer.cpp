@@ -114,9 +114,30 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
                                       std::to_string(shard_size_)
                                 : std::string());
 
+  prefetch_depth_ = static_cast<int>(depth);
+  StartPrefetching();
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::StartPrefetching() {
   prefetcher_ = std::make_unique<BatchPrefetcher<Dtype>>(
-      static_cast<int>(depth), [this](Batch<Dtype>* batch) { FillBatch(batch); });
+      prefetch_depth_, [this](Batch<Dtype>* batch) { FillBatch(batch); });
   prefetcher_->Start();
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::StreamFrom(std::uint64_t position) {
+  stream_start_ = position;
+  batches_taken_ = 0;
+  RestartStreamAt(position);
+}
+
+template <typename Dtype>
+void BasePrefetchingDataLayer<Dtype>::SeekStream(std::uint64_t position) {
+  StopPrefetching();
+  prefetcher_.reset();
+  StreamFrom(position);
+  StartPrefetching();
 }
 
 template <typename Dtype>
@@ -152,6 +173,7 @@ void BasePrefetchingDataLayer<Dtype>::CopyToTopsOnHost(const Batch<Dtype>& batch
 template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   Batch<Dtype>* batch = TakeBatch();
+  ++batches_taken_;
   this->batch_position().Set(batch->first_position);
   CopyToTopsOnHost(*batch, top);
   prefetcher_->Release(batch);
@@ -162,6 +184,7 @@ template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
   uploader_.Enable(this->gpu_context());
   Batch<Dtype>* batch = TakeBatch();
+  ++batches_taken_;
   this->batch_position().Set(batch->first_position);
   try {
     if (!uploader_.CopyToTops(*batch, top[0], output_labels_ ? top[1] : nullptr)) {

@@ -43,8 +43,7 @@ std::vector<int> DataLayer<Dtype>::DataLayerSetUp() {
     offset = skip_rng.Below(param.rand_skip());
     LOG(INFO) << who << ": skipping the first " << offset << " records";
   }
-  reader_ = std::make_unique<ShardedReader>(db_.get(), this->shard_rank_, this->shard_size_,
-                                            this->batch_size_, offset);
+  this->StreamFrom(offset);
   this->batches_per_epoch_ = reader_->sequence().batches_per_epoch();
   LOG(INFO) << who << ": " << num_records << " records in '" << param.source() << "', "
             << this->batches_per_epoch_ << " batches per epoch";
@@ -55,6 +54,12 @@ std::vector<int> DataLayer<Dtype>::DataLayerSetUp() {
   DOPPIO_ENSURE(datum.ParseFromArray(first.value.data(), static_cast<int>(first.value.size())))
       << who << ": " << RecordName(first.key) << " is not a Datum";
   return this->transformer_->InferShape(datum, RecordName(first.key));
+}
+
+template <typename Dtype>
+void DataLayer<Dtype>::RestartStreamAt(std::uint64_t position) {
+  reader_ = std::make_unique<ShardedReader>(db_.get(), this->shard_rank_, this->shard_size_,
+                                            this->batch_size_, position);
 }
 
 template <typename Dtype>

@@ -108,8 +108,7 @@ std::vector<int> ImageDataLayer<Dtype>::DataLayerSetUp() {
     Rng skip_rng(DeriveSeed(this->base_seed_, 0x5eed5));
     offset = skip_rng.Below(param.rand_skip());
   }
-  sequence_ = std::make_unique<ShardSequence>(this->shard_rank_, this->shard_size_,
-                                              this->batch_size_, entries_.size(), offset);
+  this->StreamFrom(offset);
   this->batches_per_epoch_ = sequence_->batches_per_epoch();
   LOG(INFO) << who << ": " << entries_.size() << " images in '" << param.source() << "', "
             << this->batches_per_epoch_ << " batches per epoch";
@@ -118,6 +117,13 @@ std::vector<int> ImageDataLayer<Dtype>::DataLayerSetUp() {
   cv::Mat image;
   ReadEntry(first, &image);
   return this->transformer_->InferShape(image, EntryName(first));
+}
+
+template <typename Dtype>
+void ImageDataLayer<Dtype>::RestartStreamAt(std::uint64_t position) {
+  sequence_ = std::make_unique<ShardSequence>(this->shard_rank_, this->shard_size_,
+                                              this->batch_size_, entries_.size(), position);
+  batch_k_ = 0;
 }
 
 template <typename Dtype>

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iomanip>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -588,6 +589,7 @@ void Solver<Dtype>::Snapshot() {
   state.set_learned_net(model_filename);
   state.set_current_step(current_step_);
   SnapshotSolverState(&state);
+  SnapshotDataPositions(&state);
   if (!allow_nonfinite_) CheckSnapshotIsFinite(net_param, model_filename, state, state_filename);
   // Weights first, then the state that names them: a failure in between leaves the
   // previous .solverstate pointing at the previous, intact weights.
@@ -660,6 +662,46 @@ void Solver<Dtype>::Restore(const std::string& state_file) {
 }
 
 template <typename Dtype>
+void Solver<Dtype>::SnapshotDataPositions(SolverState* state) const {
+  const auto& layers = net_->layers();
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::optional<std::uint64_t> position = layers[i]->stream_position();
+    if (!position) continue;
+    DataPosition* saved = state->add_data_position();
+    saved->set_layer(net_->layer_label(static_cast<int>(i)));
+    saved->set_position(*position);
+  }
+}
+
+template <typename Dtype>
+void Solver<Dtype>::RestoreDataPositions(const SolverState& state,
+                                         const std::string& state_origin) {
+  std::map<std::string, const DataPosition*> saved;
+  for (const DataPosition& position : state.data_position()) saved[position.layer()] = &position;
+  const auto& layers = net_->layers();
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (!layers[i]->stream_position()) continue;
+    const std::string label = net_->layer_label(static_cast<int>(i));
+    const auto found = saved.find(label);
+    if (found == saved.end()) {
+      LOG(WARNING) << state_origin << " holds no data position for layer '" << label
+                   << "' (a state written by Caffe or by an older Doppio): its data starts over "
+                      "from the first record, so the resumed run will not repeat the "
+                      "uninterrupted one";
+      continue;
+    }
+    layers[i]->SeekStream(found->second->position());
+    LOG(INFO) << "Layer '" << label << "' resumes its data at record stream position "
+              << found->second->position();
+    saved.erase(found);
+  }
+  for (const auto& [label, position] : saved) {
+    LOG(WARNING) << state_origin << " holds a data position for layer '" << label
+                 << "', which the train net does not have: ignored";
+  }
+}
+
+template <typename Dtype>
 void Solver<Dtype>::RestoreFrom(const SolverState& state, const NetParameter& weights,
                                 const std::string& state_origin,
                                 const std::string& weights_origin) {
@@ -674,6 +716,7 @@ void Solver<Dtype>::RestoreFrom(const SolverState& state, const NetParameter& we
   iter_ = state.iter();
   current_step_ = state.current_step();
   RestoreSolverState(state);
+  RestoreDataPositions(state, state_origin);
   LOG(INFO) << "Restored solver state at iteration " << iter_ << " from " << state_origin;
 }
 

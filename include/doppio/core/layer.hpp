@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,12 @@ class Layer {
   // For a layer that reads records: the batches one pass over its share of them takes
   // (known after SetUp). 0 for the others.
   virtual std::uint64_t batches_per_epoch() const { return 0; }
+  // For a layer that reads records: the position in its global stream of records at which
+  // the next global batch starts (what a snapshot saves), and restarting the stream at such
+  // a position (what a resume does). Other layers have no position, and SeekStream on them
+  // is a programming error.
+  virtual std::optional<std::uint64_t> stream_position() const { return std::nullopt; }
+  virtual void SeekStream(std::uint64_t position);
 
   // The layer's name and type, for error messages: "layer 'conv1' (Convolution)".
   std::string Describe() const;

@@ -17,8 +17,9 @@ namespace doppio {
 // `size` ranks of batch B each (G = size * B), rank r's k-th batch is positions
 // [kG + rB, kG + rB + B): the ranks' k-th batches together are exactly the single process's
 // k-th batch, each rank reads contiguous records, every rank has a k-th batch for every k,
-// and all ranks wrap at the end of the set together. A start offset (rand_skip) shifts
-// every rank's stream by the same amount.
+// and all ranks wrap at the end of the set together. A start offset shifts every rank's
+// stream by the same amount: rand_skip, or where a resumed run's stream stands (positions
+// are not reduced mod N, so they number epochs too).
 class ShardSequence {
  public:
   ShardSequence(int rank, int size, int batch, std::uint64_t num_records, std::uint64_t offset = 0);

@@ -47,6 +47,14 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   bool AllowForceBackward(int bottom_index) const override { return false; }
 
   std::uint64_t batches_per_epoch() const override { return batches_per_epoch_; }
+  // Counts the batches Forward has taken, not those the prefetch thread has read ahead:
+  // a snapshot taken at any moment resumes at the first batch the net has not seen.
+  std::optional<std::uint64_t> stream_position() const override {
+    return stream_start_ + batches_taken_ * static_cast<std::uint64_t>(batch_size_) *
+                               static_cast<std::uint64_t>(shard_size_);
+  }
+  // Stops the prefetch thread, drops what it read ahead and starts it again at `position`.
+  void SeekStream(std::uint64_t position) override;
 
  protected:
   // The fields every prefetching layer has in its own parameter block (data_param,
@@ -62,6 +70,11 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   virtual std::vector<int> DataLayerSetUp() = 0;
   // Fills one batch (runs on the prefetch thread).
   virtual void LoadBatch(Batch<Dtype>* batch) = 0;
+  // Points the reader at global stream position `position`: this rank's share of the
+  // global batch that starts there comes next. Subclasses call StreamFrom, not this.
+  virtual void RestartStreamAt(std::uint64_t position) = 0;
+  // Starts the stream at `position` (DataLayerSetUp: 0 or rand_skip's offset).
+  void StreamFrom(std::uint64_t position);
   // Subclasses' destructors must call this before their members go away.
   void StopPrefetching();
 
@@ -89,6 +102,7 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
  private:
   // On the prefetch thread: LoadBatch, then the upload in GPU mode.
   void FillBatch(Batch<Dtype>* batch);
+  void StartPrefetching();
   Batch<Dtype>* TakeBatch();
   void CopyToTopsOnHost(const Batch<Dtype>& batch, const BlobVec& top);
 
@@ -97,6 +111,10 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   BatchUploader<Dtype> uploader_;
 #endif
   std::unique_ptr<BatchPrefetcher<Dtype>> prefetcher_;
+  int prefetch_depth_ = 1;
+  // The stream position of the first batch, and the batches Forward has taken since.
+  std::uint64_t stream_start_ = 0;
+  std::uint64_t batches_taken_ = 0;
 };
 
 // transform_param with the deprecated transformation fields of data_param /

@@ -30,6 +30,7 @@ class DataLayer : public BasePrefetchingDataLayer<Dtype> {
   typename BasePrefetchingDataLayer<Dtype>::ReaderFields Reader() const override;
   std::vector<int> DataLayerSetUp() override;
   void LoadBatch(Batch<Dtype>* batch) override;
+  void RestartStreamAt(std::uint64_t position) override;
 
  private:
   std::string RecordName(std::string_view key) const;

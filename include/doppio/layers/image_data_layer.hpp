@@ -29,6 +29,7 @@ class ImageDataLayer : public BasePrefetchingDataLayer<Dtype> {
   typename BasePrefetchingDataLayer<Dtype>::ReaderFields Reader() const override;
   std::vector<int> DataLayerSetUp() override;
   void LoadBatch(Batch<Dtype>* batch) override;
+  void RestartStreamAt(std::uint64_t position) override;
 
  private:
   struct Entry {

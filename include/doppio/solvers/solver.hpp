@@ -131,6 +131,10 @@ class Solver {
   void InitTrainNet();
   void InitTestNets();
   void CheckParameters() const;
+  // The stream position of every record-reading layer of the train net, in a snapshot and
+  // back (a state without them, Caffe's or older, restarts the data with a warning).
+  void SnapshotDataPositions(SolverState* state) const;
+  void RestoreDataPositions(const SolverState& state, const std::string& state_origin);
   void CheckSnapshotWritePermissions() const;
   void LoadWeights(Net<Dtype>* net, const std::string& files) const;
   void Test(int test_net_id);

@@ -1,0 +1,150 @@
+// Exact resume: a run interrupted by a snapshot and resumed from it reaches the weights of
+// the uninterrupted run bit for bit, with random crops, mirrors, dropout and a shuffled image
+// list on, across epoch boundaries, while the prefetch threads have read ahead. The data
+// position in the .solverstate makes it so; a state without one (Caffe's) resumes with a
+// warning that the data starts over.
+#include <glog/logging.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "../data/data_test_helpers.hpp"
+#include "doppio/util/io.hpp"
+#include "solver_test_util.hpp"
+
+namespace doppio {
+namespace {
+
+using solver_test::Weights;
+using testing_data::MakeDatum;
+using testing_data::WriteDatumLmdb;
+
+constexpr int kRecords = 10;  // batch 4: every few iterations cross an epoch boundary
+constexpr int kBefore = 3, kTotal = 8;
+
+// Record i: a 6 x 6 gray picture of class i % 3.
+int Pixel(int i, int h, int w) { return (37 * i + 11 * h + 5 * w + (h == i % 3 ? 120 : 0)) % 256; }
+
+// The layers after the data: a convolution, Dropout, and a softmax loss over 3 classes.
+const char* const kBody = R"(
+layer { name: 'conv' type: 'Convolution' bottom: 'data' top: 'conv'
+  convolution_param { num_output: 2 kernel_size: 3
+    weight_filler { type: 'gaussian' std: 0.2 } bias_filler { type: 'constant' value: 0.1 } } }
+layer { name: 'relu' type: 'ReLU' bottom: 'conv' top: 'conv' }
+layer { name: 'ip1' type: 'InnerProduct' bottom: 'conv' top: 'ip1'
+  inner_product_param { num_output: 8 weight_filler { type: 'gaussian' std: 0.2 } } }
+layer { name: 'drop' type: 'Dropout' bottom: 'ip1' top: 'ip1' dropout_param { dropout_ratio: 0.5 } }
+layer { name: 'ip2' type: 'InnerProduct' bottom: 'ip1' top: 'ip2'
+  inner_product_param { num_output: 3 weight_filler { type: 'gaussian' std: 0.2 } } }
+layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip2' bottom: 'label' top: 'loss' }
+)";
+
+class ExactResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<Datum> datums;
+    std::ofstream list(dir_.path() + "/list.txt");
+    for (int i = 0; i < kRecords; ++i) {
+      datums.push_back(
+          MakeDatum(1, 6, 6, i % 3, [i](int, int h, int w) { return Pixel(i, h, w); }));
+      cv::Mat image(6, 6, CV_8UC1);
+      for (int h = 0; h < 6; ++h)
+        for (int w = 0; w < 6; ++w) image.at<unsigned char>(h, w) = Pixel(i, h, w);
+      const std::string name = "img" + std::to_string(i) + ".png";
+      ASSERT_TRUE(cv::imwrite(dir_.path() + "/" + name, image));
+      list << name << " " << i % 3 << "\n";
+    }
+    WriteDatumLmdb(dir_.path() + "/lmdb", datums);
+  }
+
+  // The Data layer of the LMDB, or an ImageData layer over the shuffled list; both crop
+  // 4 x 4 at random and mirror, with three batches prefetched by two threads.
+  std::string DataLayer(bool image_list) const {
+    const std::string transform = "transform_param { crop_size: 4 mirror: true scale: 0.004 } ";
+    if (image_list) {
+      return "layer { name: 'data' type: 'ImageData' top: 'data' top: 'label' " + transform +
+             "image_data_param { source: '" + dir_.path() + "/list.txt' root_folder: '" +
+             dir_.path() +
+             "/' batch_size: 4 shuffle: true is_color: false threads: 2 } "
+             "data_param { prefetch: 3 } }";
+    }
+    return "layer { name: 'data' type: 'Data' top: 'data' top: 'label' " + transform +
+           "data_param { source: '" + dir_.path() +
+           "/lmdb' batch_size: 4 prefetch: 3 threads: 2 } }";
+  }
+
+  SolverParameter Param(bool image_list) const {
+    SolverParameter param = ParseText<SolverParameter>(
+        "type: 'SGD' base_lr: 0.05 momentum: 0.9 lr_policy: 'fixed' display: 0 random_seed: 7 "
+        "snapshot_after_train: false max_iter: " +
+        std::to_string(kTotal) + " snapshot_prefix: '" + dir_.path() + "/snap'");
+    *param.mutable_net_param() = ParseText<NetParameter>(DataLayer(image_list) + kBody);
+    return param;
+  }
+
+  // Runs kBefore iterations, snapshots, and returns the state file.
+  std::string Interrupt(const SolverParameter& param) const {
+    auto first = SolverRegistry<float>::CreateSolver(param);
+    first->Step(kBefore);
+    first->Snapshot();
+    return dir_.path() + "/snap_iter_" + std::to_string(kBefore) + ".solverstate";
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(ExactResumeTest, ResumedRunEqualsTheUninterruptedOneBitForBit) {
+  for (bool image_list : {false, true}) {
+    SCOPED_TRACE(image_list ? "ImageData, shuffled list" : "Data, LMDB");
+    const SolverParameter param = Param(image_list);
+    auto uninterrupted = SolverRegistry<float>::CreateSolver(param);
+    uninterrupted->Step(kTotal);
+
+    const std::string state_file = Interrupt(param);
+    SolverState state;
+    ReadProtoFromBinaryFile(state_file, &state);
+    ASSERT_EQ(state.data_position_size(), 1);
+    EXPECT_EQ(state.data_position(0).layer(), "data");
+    EXPECT_EQ(state.data_position(0).position(), 4u * kBefore);
+
+    auto resumed = SolverRegistry<float>::CreateSolver(param);
+    resumed->Restore(state_file);
+    resumed->Step(kTotal - kBefore);
+    EXPECT_EQ(Weights(*resumed), Weights(*uninterrupted));
+  }
+}
+
+// A state without positions (Caffe's, or an older Doppio's) still resumes, with a warning;
+// its data starts over, so the run differs from the uninterrupted one.
+TEST_F(ExactResumeTest, AStateWithoutAPositionRestartsTheDataWithAWarning) {
+  const SolverParameter param = Param(false);
+  auto uninterrupted = SolverRegistry<float>::CreateSolver(param);
+  uninterrupted->Step(kTotal);
+  const std::string state_file = Interrupt(param);
+  SolverState state;
+  ReadProtoFromBinaryFile(state_file, &state);
+  state.clear_data_position();
+  WriteProtoToBinaryFile(state, state_file);
+
+  struct Warnings : google::LogSink {
+    Warnings() { google::AddLogSink(this); }
+    ~Warnings() override { google::RemoveLogSink(this); }
+    void send(google::LogSeverity severity, const char*, const char*, int,
+              const google::LogMessageTime&, const char* message, size_t length) override {
+      if (severity == google::WARNING) text.append(message, length).append("\n");
+    }
+    std::string text;
+  } warnings;
+  auto resumed = SolverRegistry<float>::CreateSolver(param);
+  resumed->Restore(state_file);
+  EXPECT_CONTAINS(warnings.text, "no data position for layer 'data'");
+  EXPECT_CONTAINS(warnings.text, "starts over");
+  resumed->Step(kTotal - kBefore);
+  EXPECT_NE(Weights(*resumed), Weights(*uninterrupted));
+}
+
+}  // namespace
+}  // namespace doppio
