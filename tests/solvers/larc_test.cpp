@@ -25,12 +25,20 @@ class LarcTest : public ::testing::Test {
   // w -= rate * lr_mult * (g + decay w).
   void ExpectOneStepMatchesHandComputation(const std::string& policy, bool include_bias) {
     SCOPED_TRACE(policy + (include_bias ? ", biases included" : ""));
-    const double base_lr = 0.05, eta = 0.02, weight_decay = 0.01;
     std::ostringstream extra;
-    extra << "type: 'SGD' momentum: 0 weight_decay: " << weight_decay
-          << " larc: true larc_eta: " << eta << " larc_policy: '" << policy
+    extra << "type: 'SGD' momentum: 0 weight_decay: 0.01 larc: true larc_eta: 0.02 "
+          << "larc_policy: '" << policy
           << "' larc_include_bias_bn: " << (include_bias ? "true" : "false");
-    const SolverParameter param = LeastSquaresSolver(extra.str());
+    SolverParameter param = LeastSquaresSolver(extra.str());
+    // ip2's bias starts non-zero, so that every blob has a trust ratio.
+    param.mutable_net_param()
+        ->mutable_layer(3)
+        ->mutable_inner_product_param()
+        ->mutable_bias_filler()
+        ->set_value(0.2f);
+    // The fields are floats: the hand computation starts from the values the solver reads.
+    const double base_lr = param.base_lr(), eta = param.larc_eta();
+    const double weight_decay = param.weight_decay();
     auto solver = MakeSolver<Dtype>(param);
     auto reference = MakeSolver<Dtype>(param);
     Net<Dtype>& net = *reference->net();
@@ -45,6 +53,8 @@ class LarcTest : public ::testing::Test {
         wsq += double(blob->cpu_data()[i]) * blob->cpu_data()[i];
         gsq += double(blob->cpu_diff()[i]) * blob->cpu_diff()[i];
       }
+      ASSERT_GT(wsq, 0);
+      ASSERT_GT(gsq, 0);
       double rate = base_lr;
       if (blob->num_axes() > 1 || include_bias) {
         ++larc_blobs;
