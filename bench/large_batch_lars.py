@@ -11,8 +11,10 @@ forward pass accumulated over iter_size = B / 64 passes (the same arithmetic as 
 of 64), and is trained twice:
   sgd:  `doppio train --lr_scaling=linear --lr_warmup_iters=W`: base_lr x B / 64, warmed up
         from the reference rate over the first --warmup_epochs;
-  larc: the same, with `larc: true larc_policy: "clip"` and --larc_eta in the solver.
-Every run is scored on the 10,000 test images six times, the last at the end of training.
+  larc: the same, with `larc: true larc_policy: "clip"` and --larc_eta in the solver
+        (and larc_include_bias_bn with --larc_include_bias).
+Every run is scored on the 10,000 test images at equal intervals (about six times; the
+iterations nearest the epochs decide), the last at the end of training.
 --jobs runs that many trainings at once, each with --threads BLAS threads: on a small shared
 machine one thread per run keeps OpenBLAS's threads from waiting on each other.
 
@@ -25,7 +27,6 @@ Debian's python3-matplotlib. Minutes of CPU time: not for CI.
 import argparse
 import concurrent.futures
 import json
-import math
 import os
 import re
 import subprocess
@@ -44,12 +45,15 @@ DIVERGED = 3
 
 
 def schedule(batch, epochs):
-    """Iterations between tests and in all, so that training spans at least `epochs`."""
-    interval = math.ceil(epochs * TRAIN_IMAGES / (batch * POINTS))
-    return interval, interval * POINTS
+    """Iterations between tests and in all: the iterations nearest `epochs`, tested about
+    POINTS times at equal intervals, the last test at the end of training."""
+    max_iter = max(1, round(epochs * TRAIN_IMAGES / batch))
+    divisors = [d for d in range(1, max_iter + 1) if max_iter % d == 0]
+    interval = min(divisors, key=lambda d: (abs(max_iter // d - POINTS), -(max_iter // d)))
+    return interval, max_iter
 
 
-def write_solver(folder, name, batch, epochs, larc_eta):
+def write_solver(folder, name, batch, epochs, larc_eta, include_bias):
     interval, max_iter = schedule(batch, epochs)
     with open(os.path.join(ROOT, "examples/fashion_mnist/lenet_solver.prototxt")) as f:
         solver = f.read()
@@ -74,6 +78,8 @@ def write_solver(folder, name, batch, epochs, larc_eta):
     ]
     if larc_eta:
         lines += ["larc: true", 'larc_policy: "clip"', "larc_eta: %g" % larc_eta]
+        if include_bias:
+            lines.append("larc_include_bias_bn: true")
     solver_file = os.path.join(folder, name + "_solver.prototxt")
     with open(solver_file, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -83,7 +89,8 @@ def write_solver(folder, name, batch, epochs, larc_eta):
 def run(doppio, folder, batch, method, args):
     name = "b%d_%s" % (batch, method)
     solver, interval, max_iter = write_solver(
-        folder, name, batch, args.epochs, args.larc_eta if method == "larc" else 0)
+        folder, name, batch, args.epochs, args.larc_eta if method == "larc" else 0,
+        args.larc_include_bias)
     command = [doppio, "train", "--solver=" + solver]
     if batch != PER_PASS:
         warmup = max(1, round(args.warmup_epochs * TRAIN_IMAGES / batch))
@@ -151,7 +158,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=float, default=3)
     parser.add_argument("--batches", default="64,1024,4096", help="global batches; the first is the reference")
-    parser.add_argument("--larc_eta", type=float, default=0.02)
+    parser.add_argument("--larc_eta", type=float, default=0.01)
+    parser.add_argument("--larc_include_bias", action="store_true",
+                        help="LARC also sets the biases' rates (larc_include_bias_bn)")
     parser.add_argument("--warmup_epochs", type=float, default=1)
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads of each run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="runs at once")
@@ -179,8 +188,9 @@ def main():
     def find(batch, method):
         return next((r for r in results if r["batch"] == batch and r["method"] == method), None)
 
-    table = ["| global batch | iter_size | epochs | SGD + linear scaling + warm-up | LARC (clip, eta %g) |"
-             % args.larc_eta, "|---|---|---|---|---|"]
+    table = ["| global batch | iter_size | epochs | SGD + linear scaling + warm-up | LARC (clip, eta %g%s) |"
+             % (args.larc_eta, ", biases included" if args.larc_include_bias else ""),
+             "|---|---|---|---|---|"]
     for batch in batches:
         sgd, larc = find(batch, "sgd"), find(batch, "larc")
         label = "%d (reference, plain SGD)" % batch if batch == batches[0] else str(batch)
