@@ -1,7 +1,8 @@
 #include "doppio/solvers/larc.hpp"
 
 #include <algorithm>
-#include <cstring>
+
+#include "doppio/core/layer_registry.hpp"
 
 namespace doppio {
 
@@ -31,10 +32,8 @@ std::vector<bool> LarcParams(const SolverParameter& param, const Net<Dtype>& net
   if (!param.larc() || param.larc_include_bias_bn()) return applies;
   for (std::size_t i = 0; i < learnable.size(); ++i) {
     const int layer = net.param_layer_indices()[net.learnable_param_ids()[i]].first;
-    const char* type = net.layers()[layer]->type();
-    const bool normalisation = std::strcmp(type, "BatchNorm") == 0 ||
-                               std::strcmp(type, "Scale") == 0 || std::strcmp(type, "Bias") == 0;
-    if (learnable[i]->num_axes() == 1 || normalisation) applies[i] = false;
+    const bool normalization = LayerTypeTraits(net.layers()[layer]->type()).normalization;
+    if (learnable[i]->num_axes() == 1 || normalization) applies[i] = false;
   }
   return applies;
 }

@@ -21,8 +21,8 @@ namespace doppio {
 //
 // Biases and normalisation parameters keep the plain rate unless larc_include_bias_bn: their
 // norms say little about the step they tolerate (a bias starts at zero, BatchNorm's scale
-// near one). "Bias" here is any parameter blob with one axis, and any blob of a BatchNorm,
-// Scale or Bias layer.
+// near one). "Bias" here is any parameter blob with one axis, and any blob of a layer whose
+// registry traits say normalization (BatchNorm, Scale, Bias).
 //
 // LARC keeps nothing between iterations: the ratio comes from this iteration's weights and
 // gradients alone, so a .solverstate resumes it exactly without new fields.
