@@ -196,6 +196,6 @@ void BatchNormLayer<Dtype>::Backward_cpu(const BlobVec& top,
 
 DOPPIO_INSTANTIATE_CLASS(BatchNormLayer);
 // Running statistics are each rank's own, as in Caffe's multi-GPU training.
-REGISTER_LAYER_CLASS_WITH_TRAITS(BatchNorm, LayerTraits().PerRankState());
+REGISTER_LAYER_CLASS_WITH_TRAITS(BatchNorm, LayerTraits().PerRankState().Normalization());
 
 }  // namespace doppio

@@ -118,6 +118,6 @@ template std::vector<int> BroadcastParamShape<double>(const Layer<double>&, cons
                                                       const Blob<double>&);
 
 DOPPIO_INSTANTIATE_CLASS(BiasLayer);
-REGISTER_LAYER_CLASS(Bias);
+REGISTER_LAYER_CLASS_WITH_TRAITS(Bias, LayerTraits().Normalization());
 
 }  // namespace doppio

@@ -136,6 +136,6 @@ void ScaleLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>
 }
 
 DOPPIO_INSTANTIATE_CLASS(ScaleLayer);
-REGISTER_LAYER_CLASS(Scale);
+REGISTER_LAYER_CLASS_WITH_TRAITS(Scale, LayerTraits().Normalization());
 
 }  // namespace doppio

@@ -25,6 +25,9 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
         << "--bucket_mb must be positive, not " << options_.bucket_mb;
     DOPPIO_ENSURE(options_.lr_warmup_iters >= 0)
         << "--lr_warmup_iters must be >= 0, not " << options_.lr_warmup_iters;
+    DOPPIO_ENSURE(!options_.scale_lr || options_.lr_scaling == LrScaling::kNone)
+        << "--lr_scaling=" << LrScalingName(options_.lr_scaling)
+        << " and --scale_lr both scale base_lr; give one";
     PrepareParameters(param);
     solver_ = SolverRegistry<Dtype>::CreateSolver(config_.param, options_.gpu);
     if (!options_.timeline_file.empty()) timeline_ = std::make_unique<Timeline>(0.0);
@@ -50,6 +53,7 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
       batch_ = net.top_vecs()[i][0]->shape(0);
     }
   }
+  if (options_.lr_scaling != LrScaling::kNone) ScaleLearningRate();
   const int size = comm_->size();
   if (size > 1) {
     CheckStartUpAgreement(*comm_, config_.net_hash, config_.solver_hash, sync_->LayoutHash());
@@ -105,6 +109,7 @@ void DistributedSolver<Dtype>::PrepareParameters(const SolverParameter& param) {
   setup.rank = comm_->rank();
   setup.size = comm_->size();
   setup.scale_lr = options_.scale_lr;
+  setup.lr_scaling = options_.lr_scaling;
   setup.lr_warmup_iters = options_.lr_warmup_iters;
   setup.timeline = !options_.timeline_file.empty();
   std::vector<RankNote> notes;
@@ -135,6 +140,29 @@ void DistributedSolver<Dtype>::PrepareParameters(const SolverParameter& param) {
     throw;
   }
   say();
+}
+
+// Every rank computes the same factor from the same net and solver (checked at start-up), so
+// the ranks' rates stay equal without a collective.
+template <typename Dtype>
+void DistributedSolver<Dtype>::ScaleLearningRate() {
+  SolverParameter& p = config_.param;
+  const long long global = static_cast<long long>(batch_) * p.iter_size() * comm_->size();
+  const bool given = p.has_reference_batch();
+  const long long reference = given ? p.reference_batch() : batch_;
+  const double factor = LrScalingFactor(options_.lr_scaling, global, reference);
+  const float base_lr = p.base_lr();
+  p.set_base_lr(static_cast<float>(base_lr * factor));
+  std::ostringstream warm_up;
+  if (options_.lr_warmup_iters > 0) {
+    p.set_warmup_start_factor(static_cast<float>(1 / factor));
+    warm_up << "; the warm-up starts from the reference rate (" << p.warmup_start_factor() << " x)";
+  }
+  solver_->SetLearningRate(p.base_lr(), p.warmup_start_factor());
+  LOG(INFO) << "Learning rate scaling (--lr_scaling=" << LrScalingName(options_.lr_scaling)
+            << "): global batch " << global << ", reference batch " << reference
+            << (given ? " (reference_batch)" : " (the per-process batch)") << ": base_lr "
+            << base_lr << " x " << factor << " = " << p.base_lr() << warm_up.str();
 }
 
 template <typename Dtype>

@@ -77,7 +77,7 @@ RankConfig ConfigureRank(const SolverParameter& param, const RankSetup& setup,
          << " ranks = " << p.base_lr() * size;
     Note(notes, false, text);
     p.set_base_lr(p.base_lr() * size);
-  } else if (size > 1) {
+  } else if (size > 1 && setup.lr_scaling == LrScaling::kNone) {
     std::ostringstream text;
     text << "base_lr " << p.base_lr() << " is used unchanged for the global batch of " << size
          << " ranks (--scale_lr multiplies it by the number of ranks)";
@@ -87,8 +87,13 @@ RankConfig ConfigureRank(const SolverParameter& param, const RankSetup& setup,
     p.set_warmup_iter(setup.lr_warmup_iters);
     if (setup.scale_lr) p.set_warmup_start_factor(1.0f / size);
     std::ostringstream text;
-    text << "--lr_warmup_iters: the learning rate rises linearly from " << p.warmup_start_factor()
-         << " x to 1 x over the first " << p.warmup_iter() << " iterations";
+    text << "--lr_warmup_iters: the learning rate rises linearly from ";
+    if (setup.lr_scaling == LrScaling::kNone) {
+      text << p.warmup_start_factor() << " x";
+    } else {
+      text << "the reference batch's rate";
+    }
+    text << " to 1 x over the first " << p.warmup_iter() << " iterations";
     Note(notes, false, text);
   }
 

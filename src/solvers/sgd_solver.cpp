@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 
+#include "doppio/solvers/larc.hpp"
 #include "doppio/solvers/sgd_solvers.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/math_functions.hpp"
@@ -13,7 +14,7 @@ namespace doppio {
 
 template <typename Dtype>
 SGDSolver<Dtype>::SGDSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
-    : Solver<Dtype>(param, std::move(gpu)) {
+    : Solver<Dtype>(param, std::move(gpu)), larc_params_(LarcParams(this->param_, *this->net_)) {
   AddHistorySet();
   int largest = 0;
   for (const auto* blob : this->net_->learnable_params())
@@ -42,8 +43,9 @@ bool SGDSolver<Dtype>::ApplyUpdate() {
   const int num_params = static_cast<int>(this->net_->learnable_params().size());
   for (int param_id = 0; param_id < num_params; ++param_id) {
     Normalize(param_id);
+    const Dtype param_rate = ParamRate(param_id, rate);
     Regularize(param_id);
-    ComputeUpdateValue(param_id, rate);
+    ComputeUpdateValue(param_id, param_rate);
   }
   return this->net_->Update();
 }
@@ -71,6 +73,18 @@ void SGDSolver<Dtype>::Normalize(int param_id) {
   auto* blob = this->net_->learnable_params()[param_id];
   const DeviceMath<Dtype> m = math();
   m.scal(blob->count(), Dtype(1) / this->param_.iter_size(), m.mutable_diff(blob));
+}
+
+template <typename Dtype>
+Dtype SGDSolver<Dtype>::ParamRate(int param_id, Dtype rate) const {
+  if (!larc_params_[param_id]) return rate;
+  const auto* blob = this->net_->learnable_params()[param_id];
+  // The norms are taken where the blob lives (Blob's sums run on its GPU when it has one).
+  const double weight_norm = std::sqrt(static_cast<double>(blob->sumsq_data()));
+  const double gradient_norm = std::sqrt(static_cast<double>(blob->sumsq_diff()));
+  const double decay = static_cast<double>(this->param_.weight_decay()) *
+                       this->net_->params_weight_decay()[param_id];
+  return static_cast<Dtype>(LarcRate(this->param_, rate, weight_norm, gradient_norm, decay));
 }
 
 template <typename Dtype>

@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "doppio/solvers/larc.hpp"
 #include "doppio/solvers/lr_policy.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/solvers/weights.hpp"
@@ -121,6 +122,9 @@ void Solver<Dtype>::CheckParameters() const {
   DOPPIO_ENSURE(param_.snapshot_format() == SolverParameter::BINARYPROTO)
       << "solver: snapshot_format HDF5 is not supported; use BINARYPROTO";
   DOPPIO_ENSURE(param_.base_lr() >= 0) << "solver: base_lr must be >= 0, not " << param_.base_lr();
+  DOPPIO_ENSURE(!param_.has_reference_batch() || param_.reference_batch() > 0)
+      << "solver: reference_batch must be positive, not " << param_.reference_batch();
+  CheckLarcParameters(param_);
 }
 
 template <typename Dtype>

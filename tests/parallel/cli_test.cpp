@@ -415,6 +415,21 @@ TEST_F(ParallelCliTest, EverySyncModeAndTheLearningRateFlags) {
   }
 }
 
+TEST_F(ParallelCliTest, LrScalingScalesToTheGlobalBatchAndRefusesBadValues) {
+  const auto result = Train(2, {"--solver=" + Solver("scaling", 3, "max_iter: 2 iter_size: 2"),
+                                "--lr_scaling=linear", "--lr_warmup_iters=2"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output,
+                  "Learning rate scaling (--lr_scaling=linear): global batch 12, reference batch "
+                  "3 (the per-process batch): base_lr 0.05 x 4 = 0.2; the warm-up starts from "
+                  "the reference rate (0.25 x)");
+  const auto bad = RunJob(
+      {Doppio(), "train", "--solver=" + Solver("scaling", 3, "max_iter: 2"), "--lr_scaling=cubic"},
+      Path("log.txt"));
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_CONTAINS(bad.output, "--lr_scaling must be linear, sqrt or none, not 'cubic'");
+}
+
 TEST_F(ParallelCliTest, PlainTrainIsTheOneRankCase) {
   const auto result = RunJob({Doppio(), "train", "--solver=" + Solver("plain", 6, "max_iter: 3"),
                               "--timeline=" + Path("plain.json")},

@@ -204,27 +204,29 @@ class DistributedTest : public ::testing::Test {
   }
 
   // Trains on every rank (batch kBatch each) and compares with one process (batch N*kBatch).
-  // With `gpu`, both train on it, the ranks communicating through `comm`.
+  // With `gpu`, both train on it, the ranks communicating through `comm`. `extra`: more
+  // solver fields.
   void ExpectEquivalence(const std::string& type, int iter_size, Variant variant, SyncMode mode,
                          std::shared_ptr<Communicator> comm = World(),
-                         std::shared_ptr<GpuContext> gpu = nullptr) {
+                         std::shared_ptr<GpuContext> gpu = nullptr, const std::string& extra = "") {
     const std::string what = type + " iter_size " + std::to_string(iter_size) +
                              (variant == Variant::kShared      ? " shared params"
                               : variant == Variant::kAugmented ? " crop, mirror, dropout"
                                                                : "") +
                              " --sync=" + SyncModeName(mode) + " on " + std::to_string(N()) +
-                             " ranks" + (gpu ? " on GPUs" : "");
+                             " ranks" + (gpu ? " on GPUs" : "") +
+                             (extra.empty() ? "" : " " + extra);
     ParallelOptions options = Options(mode);
     options.gpu = gpu;
-    DistributedSolver<float> trainer(Param(type, Net(Dir(), kBatch, kBatch, variant), iter_size),
-                                     comm, options);
+    DistributedSolver<float> trainer(
+        Param(type, Net(Dir(), kBatch, kBatch, variant), iter_size, 6, extra), comm, options);
     if (N() > 1) {
       EXPECT_GT(trainer.sync().buckets().size(), 2u) << what;
     }
     trainer.Solve();
     EXPECT_EQ(trainer.solver()->iter(), 6);
     auto single = SolverRegistry<float>::CreateSolver(
-        Param(type, Net(Dir(), N() * kBatch, kBatch, variant), iter_size), gpu);
+        Param(type, Net(Dir(), N() * kBatch, kBatch, variant), iter_size, 6, extra), gpu);
     single->Solve();
     ExpectClose(Weights(*trainer.solver()), Weights(*single), what);
     // The weights moved: the comparison means something.
@@ -245,6 +247,16 @@ TEST_F(DistributedTest, EquivalenceSgdEveryMode) {
 
 TEST_F(DistributedTest, EquivalenceAdamEveryMode) {
   for (SyncMode mode : kModes) ExpectEquivalence("Adam", 1, Variant::kPlain, mode);
+}
+
+// LARC's trust ratios come from the allreduced gradients: every rank applies one process's.
+TEST_F(DistributedTest, EquivalenceLarcSgdAndNesterov) {
+  for (SyncMode mode : {SyncMode::kOverlap, SyncMode::kReduceBroadcast}) {
+    ExpectEquivalence("SGD", 1, Variant::kPlain, mode, World(), nullptr,
+                      "larc: true larc_policy: 'scale' larc_eta: 0.5 larc_include_bias_bn: true");
+    ExpectEquivalence("Nesterov", 2, Variant::kPlain, mode, World(), nullptr,
+                      "larc: true larc_policy: 'clip' larc_eta: 0.01");
+  }
 }
 
 TEST_F(DistributedTest, EquivalenceIterSize2EveryMode) {
@@ -651,6 +663,27 @@ TEST_F(DistributedTest, LearningRateScalingAndWarmUpAreExplicit) {
   DistributedSolver<float> plain(Param("SGD", Net(Dir(), kBatch, kBatch)), World(),
                                  Options(SyncMode::kOverlap));
   EXPECT_FLOAT_EQ(plain.rank_param().base_lr(), 0.05f);
+}
+
+// The global batch here is N ranks x kBatch x iter_size 2; the reference, the per-rank batch
+// kBatch unless reference_batch says otherwise.
+TEST_F(DistributedTest, LrScalingFollowsTheGlobalBatch) {
+  ParallelOptions options = Options(SyncMode::kOverlap);
+  options.lr_scaling = LrScaling::kLinear;
+  options.lr_warmup_iters = 5;
+  DistributedSolver<float> linear(Param("SGD", Net(Dir(), kBatch, kBatch), 2), World(), options);
+  EXPECT_FLOAT_EQ(linear.rank_param().base_lr(), 0.05f * 2 * N());
+  EXPECT_FLOAT_EQ(linear.rank_param().warmup_start_factor(), 1.0f / (2 * N()));
+  options.lr_scaling = LrScaling::kSqrt;
+  options.lr_warmup_iters = 0;
+  DistributedSolver<float> sqrt_rule(
+      Param("SGD", Net(Dir(), kBatch, kBatch), 2, 6, "reference_batch: 1"), World(), options);
+  EXPECT_FLOAT_EQ(sqrt_rule.rank_param().base_lr(), 0.05f * std::sqrt(2.0f * N() * kBatch));
+  EXPECT_FLOAT_EQ(sqrt_rule.solver()->param().base_lr(), sqrt_rule.rank_param().base_lr());
+  options.scale_lr = true;
+  EXPECT_AGREED_ERROR(
+      DistributedSolver<float>(Param("SGD", Net(Dir(), kBatch, kBatch)), World(), options),
+      "--lr_scaling=sqrt", "--scale_lr");
 }
 
 }  // namespace

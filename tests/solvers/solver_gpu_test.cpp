@@ -54,6 +54,16 @@ TYPED_TEST(SolverGpuTest, SGDWithL1ClipAndIterSize) {
 TYPED_TEST(SolverGpuTest, Nesterov) {
   this->ExpectSameTraining("type: 'Nesterov' momentum: 0.9 weight_decay: 0.01");
 }
+TYPED_TEST(SolverGpuTest, SGDWithLarsScale) {
+  this->ExpectSameTraining(
+      "type: 'SGD' momentum: 0.9 weight_decay: 0.01 larc: true larc_policy: 'scale' "
+      "larc_eta: 0.5 larc_include_bias_bn: true");
+}
+TYPED_TEST(SolverGpuTest, NesterovWithLarcClip) {
+  this->ExpectSameTraining(
+      "type: 'Nesterov' momentum: 0.9 weight_decay: 0.01 larc: true larc_policy: 'clip' "
+      "larc_eta: 0.02");
+}
 TYPED_TEST(SolverGpuTest, AdaGrad) { this->ExpectSameTraining("type: 'AdaGrad' base_lr: 0.1"); }
 TYPED_TEST(SolverGpuTest, RMSProp) {
   this->ExpectSameTraining("type: 'RMSProp' rms_decay: 0.95 base_lr: 0.01");

@@ -44,9 +44,14 @@ DEFINE_string(timeline, "",
               "Write a Chrome trace (JSON: chrome://tracing, ui.perfetto.dev) of every rank's "
               "layers and communication to this file.");
 DEFINE_bool(scale_lr, false, "Multiply base_lr by the number of MPI ranks (global batch).");
+DEFINE_string(lr_scaling, "none",
+              "Scale base_lr to the global batch (per-rank batch x iter_size x ranks) relative "
+              "to the solver's reference_batch (else the net's per-process batch): linear "
+              "(x global / reference), sqrt (x its square root) or none.");
 DEFINE_int32(lr_warmup_iters, 0,
              "Raise the learning rate linearly over this many iterations (from the one-rank "
-             "rate with --scale_lr, else from the solver's warmup_start_factor).");
+             "rate with --scale_lr, from the reference batch's rate with --lr_scaling, else "
+             "from the solver's warmup_start_factor).");
 
 namespace doppio {
 namespace {
@@ -82,6 +87,7 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
   DOPPIO_ENSURE(FLAGS_snapshot.empty() || FLAGS_weights.empty())
       << "train: give --snapshot to resume training or --weights to fine-tune, not both";
   options->sync = ParseSyncMode(FLAGS_sync);
+  options->lr_scaling = ParseLrScaling(FLAGS_lr_scaling);
   DOPPIO_ENSURE(FLAGS_bucket_mb > 0)
       << "train: --bucket_mb must be positive, not " << FLAGS_bucket_mb;
   DOPPIO_ENSURE(FLAGS_comm_timeout >= 0)

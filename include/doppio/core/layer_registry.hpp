@@ -27,6 +27,10 @@ struct LayerTraits {
   // Its parameter blobs hold state that each rank keeps for itself and gradient
   // synchronisation does not make equal (BatchNorm's running statistics).
   bool per_rank_state = false;
+  // Its parameter blobs scale or shift normalised activations (BatchNorm, Scale, Bias): their
+  // norms say little about the step they tolerate, so layer-wise adaptive rates (LARC) leave
+  // them alone unless asked.
+  bool normalization = false;
   // For a Caffe type that Doppio parses but refuses: the error it gives, after the layer's
   // name, saying why. Empty for a type Doppio runs.
   std::string unsupported;
@@ -41,6 +45,10 @@ struct LayerTraits {
   }
   LayerTraits& PerRankState() {
     per_rank_state = true;
+    return *this;
+  }
+  LayerTraits& Normalization() {
+    normalization = true;
     return *this;
   }
   LayerTraits& Unsupported(std::string why) {

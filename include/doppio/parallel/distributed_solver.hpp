@@ -9,6 +9,7 @@
 #include "doppio/parallel/device_timer.hpp"
 #include "doppio/parallel/fault_injection.hpp"
 #include "doppio/parallel/gradient_sync.hpp"
+#include "doppio/parallel/lr_scaling.hpp"
 #include "doppio/parallel/rank_config.hpp"
 #include "doppio/parallel/rank_reporting.hpp"
 #include "doppio/parallel/timeline.hpp"
@@ -23,8 +24,12 @@ struct ParallelOptions {
   std::string timeline_file;
   // base_lr times the number of ranks (the linear scaling rule for the global batch).
   bool scale_lr = false;
+  // base_lr for the global batch relative to the solver's reference batch (lr_scaling.hpp);
+  // exclusive with scale_lr.
+  LrScaling lr_scaling = LrScaling::kNone;
   // > 0: linear learning-rate warm-up over this many iterations, from the one-rank rate
-  // when scale_lr, else from the solver's warmup_start_factor.
+  // when scale_lr, from the reference batch's rate with lr_scaling, else from the solver's
+  // warmup_start_factor.
   int lr_warmup_iters = 0;
   // The GPU the solver runs on; null: the CPU.
   std::shared_ptr<GpuContext> gpu;
@@ -83,6 +88,8 @@ class DistributedSolver {
  private:
   void PrepareParameters(const SolverParameter& param);
   void InstallHooks();
+  // --lr_scaling, once the per-rank batch is known.
+  void ScaleLearningRate();
 
   std::shared_ptr<Communicator> comm_;
   ParallelOptions options_;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "doppio/parallel/lr_scaling.hpp"
 #include "doppio/proto/doppio.pb.h"
 
 namespace doppio {
@@ -14,6 +15,9 @@ struct RankSetup {
   int size = 1;
   // base_lr times the number of ranks.
   bool scale_lr = false;
+  // Applied by the trainer once the net's batch is known; here only so that the notes do not
+  // call base_lr unchanged.
+  LrScaling lr_scaling = LrScaling::kNone;
   // > 0: linear learning-rate warm-up over this many iterations.
   int lr_warmup_iters = 0;
   // Whether the job records a timeline: part of what the ranks must agree on.

@@ -11,8 +11,9 @@ namespace doppio {
 
 // Stochastic gradient descent with momentum, and the base of the adaptive methods. Per
 // iteration: learning rate from the policy, clip_gradients (global L2 norm), division by
-// iter_size, L1/L2 weight decay scaled by each parameter's decay_mult, the method's update
-// (scaled by each parameter's lr_mult), then data -= diff. The update runs where the net does:
+// iter_size, the rate of each parameter when larc (larc.hpp), L1/L2 weight decay scaled by
+// each parameter's decay_mult, the method's update (scaled by each parameter's lr_mult), then
+// data -= diff. The update runs where the net does:
 // on its GPU when it has one (see Solver), else on the host.
 template <typename Dtype>
 class SGDSolver : public Solver<Dtype> {
@@ -30,6 +31,9 @@ class SGDSolver : public Solver<Dtype> {
   void ClipGradients();
   void Normalize(int param_id);
   void Regularize(int param_id);
+  // The global rate, or LARC's for this parameter: to be called before Regularize adds the
+  // decay to its gradient.
+  Dtype ParamRate(int param_id, Dtype rate) const;
   // Turns the (regularised) gradient in diff into the step data -= diff takes.
   virtual void ComputeUpdateValue(int param_id, Dtype rate);
   // Adds another history blob per learnable parameter (second moments and the like).
@@ -41,6 +45,8 @@ class SGDSolver : public Solver<Dtype> {
   // The math and blob access on the side the net runs on.
   DeviceMath<Dtype> math() const { return DeviceMath<Dtype>(this->net_->gpu_context().get()); }
 
+  // For each learnable parameter (arena order), whether LARC sets its rate.
+  std::vector<bool> larc_params_;
   // Scratch of the largest parameter's size, on either side.
   Blob<Dtype> temp_;
   Blob<Dtype> update_;

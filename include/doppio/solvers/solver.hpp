@@ -86,6 +86,12 @@ class Solver {
 
   void add_callbacks(SolverCallbacks callbacks) { callbacks_.push_back(std::move(callbacks)); }
   void SetActionFunction(ActionFunction function) { action_function_ = std::move(function); }
+  // Replaces base_lr and the warm-up's start factor, before training: a trainer scaling the
+  // rate to its global batch learns that batch only from the built net.
+  void SetLearningRate(float base_lr, float warmup_start_factor) {
+    param_.set_base_lr(base_lr);
+    param_.set_warmup_start_factor(warmup_start_factor);
+  }
   // With true, a NaN or infinity in the loss or in the updated weights is logged and training
   // goes on, and snapshots are written whatever they hold, instead of stopping with
   // Error(kDiverged) and refusing to write them.
