@@ -67,6 +67,7 @@ class SyncedMemory {
   std::shared_ptr<SyncedMemory> parent_;
   std::size_t offset_ = 0;
   void* cpu_ptr_ = nullptr;
+  void* cpu_block_ = nullptr;  // what the aligned cpu_ptr_ lies in (unpinned host copies)
   bool host_pinned_ = false;
   void* gpu_ptr_ = nullptr;
   std::shared_ptr<GpuContext> gpu_;
