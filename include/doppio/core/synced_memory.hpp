@@ -38,6 +38,8 @@ class SyncedMemory {
   std::size_t size() const { return size_; }
   Head head() const;
   bool is_view() const { return parent_ != nullptr; }
+  // The buffer that holds the bytes: for a view, its parent's; else this one.
+  const SyncedMemory& storage() const { return parent_ ? parent_->storage() : *this; }
   // The context this buffer's device copy belongs to; null while it has none.
   const std::shared_ptr<GpuContext>& gpu_context() const;
 
