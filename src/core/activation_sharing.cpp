@@ -65,8 +65,6 @@ std::size_t ShareActivationMemory(Net<Dtype>* net, const std::vector<std::string
     kept[std::find(names.begin(), names.end(), name) - names.begin()] = true;
   }
   for (int blob_id : net->output_blob_indices()) kept[blob_id] = true;
-  const auto& need_backward = net->layer_need_backward();
-  if (std::find(need_backward.begin(), need_backward.end(), true) != need_backward.end()) return 0;
 
   // Greedy, in the order the buffers are written: each takes the pool slot that fits it best
   // among those whose last occupant's reader has run; a slot grows to its largest occupant.

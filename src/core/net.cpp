@@ -724,9 +724,10 @@ std::shared_ptr<Layer<Dtype>> Net<Dtype>::layer_by_name(const std::string& name)
 
 template <typename Dtype>
 std::size_t Net<Dtype>::activation_bytes() const {
-  // A forward-only net never touches its diffs.
-  const bool backward = std::find(layer_need_backward_.begin(), layer_need_backward_.end(), true) !=
-                        layer_need_backward_.end();
+  // Only a TRAIN net runs backward (test nets and `doppio test` never touch their diffs).
+  const bool backward = phase_ == TRAIN &&
+                        std::find(layer_need_backward_.begin(), layer_need_backward_.end(), true) !=
+                            layer_need_backward_.end();
   std::set<const SyncedMemory*> counted;
   std::size_t bytes = 0;
   const auto count = [&](const std::shared_ptr<SyncedMemory>& memory) {

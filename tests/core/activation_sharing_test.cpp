@@ -104,15 +104,6 @@ TYPED_TEST(ActivationSharingTest, KeptBlobsAreNotOverwritten) {
   EXPECT_LT(saved_keeping, saved_all);
 }
 
-TYPED_TEST(ActivationSharingTest, NetThatRunsBackwardIsLeftAlone) {
-  NetParameter param = ReadNetParamsFromTextString(kChain, "test net");
-  param.set_force_backward(true);
-  Net<TypeParam> net(param, 5);
-  const std::size_t before = net.activation_bytes();
-  EXPECT_EQ(ShareActivationMemory(&net), 0u);
-  EXPECT_EQ(net.activation_bytes(), before);
-}
-
 TYPED_TEST(ActivationSharingTest, UnknownKeptBlobIsAnError) {
   Net<TypeParam> net(ReadNetParamsFromTextString(kChain, "test net"), 5);
   ExpectError([&] { ShareActivationMemory(&net, {"nope"}); }, {"chain", "nope"});

@@ -16,10 +16,10 @@ namespace doppio {
 // Blobs that alias one buffer (in-place layers, Split, Flatten, Reshape) are planned as that
 // one buffer, alive from its first writer to its last reader.
 //
-// The plan holds for the shapes the net has now; a blob that later grows past them gets a
-// buffer of its own again. A net that runs backward keeps every activation (its backward
-// reads them) and is left as it is. Returns the bytes saved. Error when `keep` names a blob
-// the net does not have.
+// Only for a net that runs nothing but Forward: its Backward would read overwritten
+// activations. The plan holds for the shapes the net has now; a blob that later grows past
+// them gets a buffer of its own again. Returns the bytes saved. Error when `keep` names a
+// blob the net does not have.
 template <typename Dtype>
 std::size_t ShareActivationMemory(Net<Dtype>* net, const std::vector<std::string>& keep = {});
 

@@ -140,7 +140,7 @@ class Net {
   }
 
   // Bytes of the activations' buffers, each once however many blobs share it (in-place
-  // layers, Split, ShareActivationMemory): data, and diff where some layer runs backward.
+  // layers, Split, ShareActivationMemory): data, and diff in a TRAIN net that runs backward.
   // And of the parameter arena, data and diff.
   std::size_t activation_bytes() const;
   std::size_t parameter_bytes() const;
