@@ -731,6 +731,7 @@ std::size_t Net<Dtype>::activation_bytes() const {
   std::set<const SyncedMemory*> counted;
   std::size_t bytes = 0;
   const auto count = [&](const std::shared_ptr<SyncedMemory>& memory) {
+    if (!memory) return;  // an Input top not shaped yet
     const SyncedMemory& storage = memory->storage();
     if (counted.insert(&storage).second) bytes += storage.size();
   };
