@@ -28,15 +28,16 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import cpu_forward_backward as twins  # noqa: E402
 
 REPORT_RE = re.compile(
-    r"^Peak host memory: ([0-9.]+) MB; the net needs ([0-9.]+) MB \(parameters ([0-9.]+) MB, "
-    r"activations ([0-9.]+) MB, workspace ([0-9.]+) MB\)", re.M)
+    r"^Peak host memory: ([0-9.]+) MiB; the net needs ([0-9.]+) MiB \(parameters ([0-9.]+) MiB, "
+    r"activations ([0-9.]+) MiB, workspace ([0-9.]+) MiB\)", re.M)
 
-# From issue 23 (BVLC Caffe, `caffe time`, batch 8, one thread).
+# From issue 23 (BVLC Caffe, `caffe time`, batch 8, one thread, ru_maxrss; the issue says
+# "MB", read here as ru_maxrss / 1024).
 CAFFE_MB = {("alexnet", 8): 638, ("googlenet", 8): 798}
 
 
 def run_measured(command):
-    """Runs `command` and returns (peak resident MB, stdout, exit status)."""
+    """Runs `command` and returns (peak resident MiB, stdout, exit status)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -52,8 +53,8 @@ def run_measured(command):
     with os.fdopen(read_end) as pipe:
         out = pipe.read()
     _, status, usage = os.wait4(pid, 0)
-    # Linux reports ru_maxrss in kilobytes.
-    return usage.ru_maxrss * 1024 / 1e6, out, os.waitstatus_to_exitcode(status)
+    # Linux reports ru_maxrss in kilobytes of 1024.
+    return usage.ru_maxrss / 1024, out, os.waitstatus_to_exitcode(status)
 
 
 def torch_child(net, batch):
@@ -77,8 +78,9 @@ def main(argv=None):
         return 0
 
     header = "%-10s %5s %10s %10s %8s %8s %8s %9s %9s %10s" % (
-        "net", "batch", "Doppio MB", "needs MB", "params", "activ.", "worksp.", "overhead",
-        "Caffe MB", "PyTorch MB")
+        "net", "batch", "Doppio", "needs", "params", "activ.", "worksp.", "overhead",
+        "Caffe", "PyTorch")
+    print("Peak resident memory and what the net needs, in MiB (2^20 bytes)")
     print(header)
     for net in args.nets.split(","):
         for batch in [int(b) for b in args.batches.split(",")]:

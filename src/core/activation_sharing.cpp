@@ -120,8 +120,8 @@ std::size_t ShareActivationMemory(Net<Dtype>* net, const std::vector<std::string
   const std::size_t saved = unshared - shared;
   LOG(INFO) << "Net '" << net->name() << "' (" << Phase_Name(net->phase())
             << "): activations that are not alive at once share memory: "
-            << FormatMegabytes(unshared) << " in " << slots.size() << " buffers of "
-            << FormatMegabytes(shared) << ", saving " << FormatMegabytes(saved);
+            << FormatMebibytes(unshared) << " in " << slots.size() << " buffers of "
+            << FormatMebibytes(shared) << ", saving " << FormatMebibytes(saved);
   return saved;
 }
 

@@ -43,9 +43,9 @@ HostMemoryUsage ReadHostMemoryUsage() {
   return usage;
 }
 
-std::string FormatMegabytes(std::size_t bytes) {
+std::string FormatMebibytes(std::size_t bytes) {
   char text[32];
-  std::snprintf(text, sizeof(text), "%.1f MB", bytes / 1e6);
+  std::snprintf(text, sizeof(text), "%.1f MiB", bytes / 1048576.0);
   return text;
 }
 

@@ -53,18 +53,19 @@ TEST(MemoryReport, TwoNetsAddUp) {
 
 TEST(MemoryReport, LineShowsPeakNeedsAndOverhead) {
   MemoryReport report;
-  report.parameter_bytes = 400'000'000;
-  report.activation_bytes = 90'000'000;
-  report.workspace_bytes = 10'000'000;
-  report.peak_bytes = 650'000'000;
+  constexpr std::size_t kMiB = 1 << 20;
+  report.parameter_bytes = 400 * kMiB;
+  report.activation_bytes = 90 * kMiB;
+  report.workspace_bytes = 10 * kMiB + kMiB / 2;
+  report.peak_bytes = 650 * kMiB;
   EXPECT_EQ(FormatMemoryReport(report),
-            "Peak host memory: 650.0 MB; the net needs 500.0 MB (parameters 400.0 MB, "
-            "activations 90.0 MB, workspace 10.0 MB), overhead 150.0 MB");
+            "Peak host memory: 650.0 MiB; the net needs 500.5 MiB (parameters 400.0 MiB, "
+            "activations 90.0 MiB, workspace 10.5 MiB), overhead 149.5 MiB");
   report.device = true;
-  report.peak_bytes = 450'000'000;
+  report.peak_bytes = 450 * kMiB;
   EXPECT_EQ(FormatMemoryReport(report),
-            "Peak device memory: 450.0 MB; the net needs 500.0 MB (parameters 400.0 MB, "
-            "activations 90.0 MB, workspace 10.0 MB), of which 50.0 MB never touched");
+            "Peak device memory: 450.0 MiB; the net needs 500.5 MiB (parameters 400.0 MiB, "
+            "activations 90.0 MiB, workspace 10.5 MiB), of which 50.5 MiB never touched");
 }
 
 }  // namespace

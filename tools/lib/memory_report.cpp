@@ -33,15 +33,15 @@ std::string FormatMemoryReport(const MemoryReport& report) {
   const std::size_t needed = report.needed_bytes();
   std::ostringstream line;
   line << "Peak " << (report.device ? "device" : "host")
-       << " memory: " << FormatMegabytes(report.peak_bytes) << "; the net needs "
-       << FormatMegabytes(needed) << " (parameters " << FormatMegabytes(report.parameter_bytes)
-       << ", activations " << FormatMegabytes(report.activation_bytes) << ", workspace "
-       << FormatMegabytes(report.workspace_bytes) << "), ";
+       << " memory: " << FormatMebibytes(report.peak_bytes) << "; the net needs "
+       << FormatMebibytes(needed) << " (parameters " << FormatMebibytes(report.parameter_bytes)
+       << ", activations " << FormatMebibytes(report.activation_bytes) << ", workspace "
+       << FormatMebibytes(report.workspace_bytes) << "), ";
   if (report.peak_bytes >= needed) {
-    line << "overhead " << FormatMegabytes(report.peak_bytes - needed);
+    line << "overhead " << FormatMebibytes(report.peak_bytes - needed);
   } else {
     // Buffers are resident only where written (an arena diff no backward reached).
-    line << "of which " << FormatMegabytes(needed - report.peak_bytes) << " never touched";
+    line << "of which " << FormatMebibytes(needed - report.peak_bytes) << " never touched";
   }
   return line.str();
 }

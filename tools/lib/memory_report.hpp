@@ -29,8 +29,8 @@ struct MemoryReport {
 // arena counts: a test net keeps its own even while it shares the train net's weights.
 MemoryReport MeasureMemory(const std::vector<const Net<float>*>& nets, GpuContext* gpu);
 
-// One log line, e.g. "Peak host memory: 650.9 MB; the net needs 590.2 MB (parameters
-// 487.7 MB, activations 90.5 MB, workspace 12.0 MB), overhead 60.7 MB".
+// One log line, e.g. "Peak host memory: 637.5 MiB; the net needs 561.3 MiB (parameters
+// 465.1 MiB, activations 86.3 MiB, workspace 9.9 MiB), overhead 76.2 MiB".
 std::string FormatMemoryReport(const MemoryReport& report);
 
 // Logs the host report and, for nets on a GPU, the device report.

@@ -16,7 +16,8 @@ struct HostMemoryUsage {
 // Reads /proc/self/status; where it is missing (not Linux), getrusage's peak alone.
 HostMemoryUsage ReadHostMemoryUsage();
 
-// "123.4 MB": bytes in decimal megabytes, as Caffe's and the benchmarks' tables print them.
-std::string FormatMegabytes(std::size_t bytes);
+// "123.4 MiB": bytes in units of 2^20, the unit ru_maxrss (kilobytes of 1024) converts to
+// without rounding, spelled out so that nobody reads it as 10^6.
+std::string FormatMebibytes(std::size_t bytes);
 
 }  // namespace doppio
