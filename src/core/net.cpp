@@ -725,9 +725,22 @@ std::shared_ptr<Layer<Dtype>> Net<Dtype>::layer_by_name(const std::string& name)
 
 template <typename Dtype>
 std::size_t Net<Dtype>::activation_bytes() const {
-  std::size_t count = 0;
-  for (const auto& blob : blobs_) count += blob->count();
-  return 2 * count * sizeof(Dtype);
+  // Only a TRAIN net runs backward (test nets and `doppio test` never touch their diffs).
+  const bool backward = phase_ == TRAIN &&
+                        std::find(layer_need_backward_.begin(), layer_need_backward_.end(), true) !=
+                            layer_need_backward_.end();
+  std::set<const SyncedMemory*> counted;
+  std::size_t bytes = 0;
+  const auto count = [&](const std::shared_ptr<SyncedMemory>& memory) {
+    if (!memory) return;  // an Input top not shaped yet
+    const SyncedMemory& storage = memory->storage();
+    if (counted.insert(&storage).second) bytes += storage.size();
+  };
+  for (const auto& blob : blobs_) {
+    count(blob->data());
+    if (backward) count(blob->diff());
+  }
+  return bytes;
 }
 
 template <typename Dtype>

@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -15,15 +16,20 @@ namespace {
 // 64-byte alignment keeps every row a whole number of cache lines for the SIMD kernels.
 constexpr std::size_t kAlignment = 64;
 
-void* AllocateHost(std::size_t size) {
-  std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
-  void* ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+// Zeroed host memory, aligned to kAlignment inside the block calloc returns (*block, for
+// free). Unlike aligned_alloc + memset, calloc leaves the fresh pages of a large block
+// untouched (the kernel hands them out zeroed), so a buffer becomes resident only where it
+// is written: the parameter arena, filled blob by blob while each blob's own buffer is
+// freed, never holds the parameters twice.
+void* AllocateHost(std::size_t size, void** block) {
+  *block = std::calloc(1, size + kAlignment);
   // Blobs are sized by the user's files (shapes, batch sizes): a net too large for this
   // machine is theirs to fix, reported as such rather than as a crash.
-  DOPPIO_ENSURE(ptr != nullptr) << "cannot allocate " << size
-                                << " bytes of host memory for a blob (is the net or its batch "
-                                   "too large for this machine?)";
-  return ptr;
+  DOPPIO_ENSURE(*block != nullptr) << "cannot allocate " << size
+                                   << " bytes of host memory for a blob (is the net or its "
+                                      "batch too large for this machine?)";
+  const auto address = reinterpret_cast<std::uintptr_t>(*block);
+  return reinterpret_cast<void*>((address + kAlignment - 1) / kAlignment * kAlignment);
 }
 }  // namespace
 
@@ -54,7 +60,8 @@ void SyncedMemory::FreeHostCopy() {
     return;
   }
 #endif
-  std::free(cpu_ptr_);
+  std::free(cpu_block_);
+  cpu_block_ = nullptr;
   cpu_ptr_ = nullptr;
 }
 
@@ -69,10 +76,10 @@ void SyncedMemory::ToCpu() {
     case Head::kUninitialized:
 #ifdef DOPPIO_WITH_CUDA
       AllocateHostCopy();
+      if (host_pinned_) std::memset(cpu_ptr_, 0, size_);
 #else
-      cpu_ptr_ = AllocateHost(size_);
+      cpu_ptr_ = AllocateHost(size_, &cpu_block_);
 #endif
-      std::memset(cpu_ptr_, 0, size_);
       head_ = Head::kHost;
       break;
     case Head::kHost:
@@ -116,7 +123,7 @@ void SyncedMemory::AllocateHostCopy() {
     DOPPIO_CUDA_CHECK(
         cudaHostAlloc(&cpu_ptr_, size_ == 0 ? kAlignment : size_, cudaHostAllocDefault));
   } else {
-    cpu_ptr_ = AllocateHost(size_);
+    cpu_ptr_ = AllocateHost(size_, &cpu_block_);
   }
 }
 
@@ -185,7 +192,8 @@ void SyncedMemory::PinHostMemory() {
   void* pinned = nullptr;
   DOPPIO_CUDA_CHECK(cudaHostAlloc(&pinned, size_ == 0 ? kAlignment : size_, cudaHostAllocDefault));
   std::memcpy(pinned, cpu_ptr_, size_);
-  std::free(cpu_ptr_);
+  std::free(cpu_block_);
+  cpu_block_ = nullptr;
   cpu_ptr_ = pinned;
   host_pinned_ = true;
 }

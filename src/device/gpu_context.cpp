@@ -171,6 +171,7 @@ void* DeviceAllocator::Allocate(std::size_t bytes) {
   }
   in_use_[ptr] = size;
   in_use_bytes_ += size;
+  peak_bytes_held_ = std::max(peak_bytes_held_, in_use_bytes_ + cached_bytes_);
   return ptr;
 }
 
@@ -200,6 +201,11 @@ std::size_t DeviceAllocator::bytes_in_use() const {
 std::size_t DeviceAllocator::bytes_cached() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return cached_bytes_;
+}
+
+std::size_t DeviceAllocator::peak_bytes_held() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peak_bytes_held_;
 }
 
 // --- GpuContext ------------------------------------------------------------------------

@@ -15,10 +15,18 @@ __global__ void AddChannelBias(long long n, int channels, int spatial, const Dty
 }  // namespace
 
 template <typename Dtype>
+Dtype* BaseConvolutionLayer<Dtype>::col_buffer_gpu() {
+  // The column matrix lives only while the layer runs, so all convolutions share the
+  // context's workspace (Caffe keeps one per layer: their sum on the device).
+  const size_t count = static_cast<size_t>(kernel_dim_) * group_ * conv_out_spatial_dim_;
+  return static_cast<Dtype*>(this->gpu().Workspace(count * sizeof(Dtype)));
+}
+
+template <typename Dtype>
 const Dtype* BaseConvolutionLayer<Dtype>::conv_columns_gpu(const Dtype* input) {
   if (is_1x1_) return input;
   GpuContext& gpu = this->gpu();
-  Dtype* buffer = col_buffer_.mutable_gpu_data(gpu);
+  Dtype* buffer = col_buffer_gpu();
   im2col_gpu(gpu, input, conv_in_channels_, conv_input_shape_[0], conv_input_shape_[1], kernel_h_,
              kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_, dilation_h_, dilation_w_, buffer);
   return buffer;
@@ -43,7 +51,7 @@ template <typename Dtype>
 void BaseConvolutionLayer<Dtype>::backward_gpu_gemm(const Dtype* output, const Dtype* weights,
                                                     Dtype* input) {
   GpuContext& gpu = this->gpu();
-  Dtype* col = is_1x1_ ? input : col_buffer_.mutable_gpu_data(gpu);
+  Dtype* col = is_1x1_ ? input : col_buffer_gpu();
   const int m = conv_out_channels_ / group_;
   const long long col_offset = static_cast<long long>(kernel_dim_) * conv_out_spatial_dim_;
   const long long out_offset = static_cast<long long>(m) * conv_out_spatial_dim_;

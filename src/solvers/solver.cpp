@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "doppio/core/activation_sharing.hpp"
 #include "doppio/solvers/larc.hpp"
 #include "doppio/solvers/lr_policy.hpp"
 #include "doppio/solvers/solver_registry.hpp"
@@ -275,6 +276,8 @@ void Solver<Dtype>::InitTestNets() {
     if (i < param_.test_iter_size()) {
       NoteRepeatedTestRecords(*test_nets_[i], i, param_.test_iter(i));
     }
+    // Test() reads only the outputs.
+    ShareActivationMemory(test_nets_[i].get());
   }
 }
 

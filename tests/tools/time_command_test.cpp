@@ -41,6 +41,8 @@ TEST(TimeCommand, TimesLeNetAndPrintsPerLayerTable) {
   EXPECT_NE(run.output.find("Average Forward-Backward:"), std::string::npos);
   EXPECT_NE(run.output.find("conv1"), std::string::npos);
   EXPECT_NE(run.output.find("Convolution"), std::string::npos);
+  EXPECT_NE(run.output.find("Peak host memory: "), std::string::npos);
+  EXPECT_NE(run.output.find("the net needs "), std::string::npos);
 }
 
 TEST(TimeCommand, MissingModelFile) {

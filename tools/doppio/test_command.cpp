@@ -7,9 +7,11 @@
 
 #include "command.hpp"
 #include "common_flags.hpp"
+#include "doppio/core/activation_sharing.hpp"
 #include "doppio/core/net.hpp"
 #include "doppio/solvers/weights.hpp"
 #include "doppio/util/io.hpp"
+#include "memory_report.hpp"
 
 namespace doppio {
 namespace {
@@ -28,6 +30,7 @@ int Test() {
   for (const std::string& stage : StagesFromFlag()) state->add_stage(stage);
   Net<float> net(net_param, 1701, gpu);
   LoadNetWeights(&net, FLAGS_weights);
+  ShareActivationMemory(&net);
   LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
 
   std::vector<double> scores;
@@ -65,6 +68,7 @@ int Test() {
     }
     LOG(INFO) << name << " = " << mean_score << loss_message.str();
   }
+  LogMemoryReport({&net}, gpu.get());
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/thread_pool.hpp"
 #include "doppio/util/timer.hpp"
+#include "memory_report.hpp"
 #include "synthetic_inputs.hpp"
 
 DEFINE_int32(threads, 1, "time: CPU threads for the BLAS kernels.");
@@ -107,6 +108,7 @@ int TimeCommand() {
   LOG(INFO) << "Average Forward-Backward: " << total_timer.MilliSeconds() / n << " ms.";
   LOG(INFO) << "Total Time: " << total_timer.MilliSeconds() << " ms.";
   LOG(INFO) << "*** Benchmark ends ***";
+  LogMemoryReport({&net}, gpu.get());
 
   // The same figures as a table on stdout.
   const double all = (forward_total + backward_total) / n;
@@ -125,6 +127,8 @@ int TimeCommand() {
     std::printf("Average Forward-Backward: %.3f ms (%d iterations, %d threads)\n", all,
                 FLAGS_iterations, FLAGS_threads);
   }
+  std::printf("%s\n", FormatMemoryReport(MeasureMemory({&net}, nullptr)).c_str());
+  if (gpu) std::printf("%s\n", FormatMemoryReport(MeasureMemory({&net}, gpu.get())).c_str());
   return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "memory_report.hpp"
 #include "signal_handler.hpp"
 #include "tool_faults.hpp"
 
@@ -169,6 +170,9 @@ ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   if (!FLAGS_snapshot.empty()) LOG(INFO) << "Resuming from " << FLAGS_snapshot;
   LOG(INFO) << "Starting Optimization";
   trainer.Solve(FLAGS_snapshot);
+  std::vector<const Net<float>*> nets = {trainer.solver()->net().get()};
+  for (const auto& test_net : trainer.solver()->test_nets()) nets.push_back(test_net.get());
+  LogMemoryReport(nets, options.gpu.get());
   // A signal stopped training before max_iter: a scheduler should know the job is not done.
   return trainer.solver()->requested_early_exit() ? ExitCode::kInterrupted : ExitCode::kSuccess;
 }

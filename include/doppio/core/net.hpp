@@ -139,7 +139,9 @@ class Net {
     after_forward_.push_back(std::move(callback));
   }
 
-  // Bytes held by activations (data and diff of every blob) and by parameters.
+  // Bytes of the activations' buffers, each once however many blobs share it (in-place
+  // layers, Split, ShareActivationMemory): data, and diff in a TRAIN net that runs backward.
+  // And of the parameter arena, data and diff.
   std::size_t activation_bytes() const;
   std::size_t parameter_bytes() const;
 

@@ -38,6 +38,8 @@ class SyncedMemory {
   std::size_t size() const { return size_; }
   Head head() const;
   bool is_view() const { return parent_ != nullptr; }
+  // The buffer that holds the bytes: for a view, its parent's; else this one.
+  const SyncedMemory& storage() const { return parent_ ? parent_->storage() : *this; }
   // The context this buffer's device copy belongs to; null while it has none.
   const std::shared_ptr<GpuContext>& gpu_context() const;
 
@@ -67,6 +69,7 @@ class SyncedMemory {
   std::shared_ptr<SyncedMemory> parent_;
   std::size_t offset_ = 0;
   void* cpu_ptr_ = nullptr;
+  void* cpu_block_ = nullptr;  // what the aligned cpu_ptr_ lies in (unpinned host copies)
   bool host_pinned_ = false;
   void* gpu_ptr_ = nullptr;
   std::shared_ptr<GpuContext> gpu_;

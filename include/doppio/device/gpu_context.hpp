@@ -66,6 +66,9 @@ class DeviceAllocator {
 
   std::size_t bytes_in_use() const;
   std::size_t bytes_cached() const;
+  // The most device memory this allocator has held from the driver at once (in use and
+  // cached): its peak on the device.
+  std::size_t peak_bytes_held() const;
   int device() const { return device_; }
 
   // The size a request of `bytes` is rounded up to.
@@ -80,6 +83,7 @@ class DeviceAllocator {
   std::multimap<std::size_t, void*> free_;         // bucket size -> cached block
   std::size_t in_use_bytes_ = 0;
   std::size_t cached_bytes_ = 0;
+  std::size_t peak_bytes_held_ = 0;
 };
 
 #endif  // DOPPIO_WITH_CUDA

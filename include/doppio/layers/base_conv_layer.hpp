@@ -49,8 +49,8 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   //
   // Forward and Backward split the batch's chunks of images over the current thread pool
   // (util/thread_pool.hpp); every part has its own column and gather buffers, chosen by
-  // `part`. prepare_parts() sizes them and must run before a parallel region, since blob
-  // accessors are not thread-safe.
+  // `part`. prepare_parts() takes them from the calling thread's workspace and must run
+  // before a parallel region, since the pool's threads have workspaces of their own.
 
   // Sizes the work buffers for `parts` parts (the most a region may use) and caches their
   // addresses, those of the bias multiplier included, for the kernels.
@@ -128,6 +128,8 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   // One image's column matrix on the GPU: the input itself for a 1x1 convolution, else its
   // im2col in the column buffer.
   const Dtype* conv_columns_gpu(const Dtype* input);
+  // Room for one image's column matrix on the GPU.
+  Dtype* col_buffer_gpu();
 #endif
   // Copies `count` images' outputs (channels x spatial each) to / from the gather buffer's
   // channels x (count * spatial) layout.
@@ -144,17 +146,15 @@ class BaseConvolutionLayer : public Layer<Dtype> {
   int conv_output_dim_ = 0;  // values per image on the output side
   int images_per_gemm_ = 1;
 
-  // Per part: kernel_dim_ * group_ x images_per_gemm_ * spatial.
-  Blob<Dtype> col_buffer_;
-  // Per part: conv_out_channels_ x images_per_gemm_ * spatial.
-  Blob<Dtype> gather_buffer_;
   Blob<Dtype> bias_multiplier_;
-  // Per part on the small path: an image's top diff transposed (positions x channels).
-  Blob<Dtype> top_t_buffer_;
   // Columns per GEMM on the small path (see Reshape); 0 when not on it.
   int block_ = 0;
   // Whether the small path's weight gradient runs transposed (see Reshape).
   bool weight_t_ = false;
+  // Per part, in values, carved from the host workspace by prepare_parts(): the column
+  // matrix (kernel_dim_ * group_ x images_per_gemm_ * spatial), the gathered outputs
+  // (conv_out_channels_ x images_per_gemm_ * spatial) and, on the small path, an image's
+  // top diff transposed (positions x channels).
   size_t col_part_size_ = 0, gather_part_size_ = 0, top_t_part_size_ = 0;
   Dtype* col_data_ = nullptr;
   Dtype* gather_data_ = nullptr;
