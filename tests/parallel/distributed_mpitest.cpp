@@ -423,39 +423,62 @@ TEST_F(DistributedTest, TestPhaseScoresEqualTheSingleProcessScores) {
   }
 }
 
-TEST_F(DistributedTest, ResumeWithADifferentNumberOfRanks) {
+// Exact resume with random crops, mirrors and dropout, across an epoch boundary: the state
+// carries the data position, so N ranks resumed from their own snapshot end bit for bit where
+// the uninterrupted N ranks end, one process likewise, and a snapshot of N ranks resumes on 1
+// process (and 1 on N) as closely as N ranks ever match 1 process.
+TEST_F(DistributedTest, ResumeExactlyOnTheSameOrAnotherNumberOfRanks) {
+  constexpr int kSnapshotAt = 7, kTotal = 12;
   const std::string prefix = Dir() + "/resume_" + std::to_string(N());
-  // N ranks train 3 iterations and snapshot (rank 0 writes).
-  SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch), 1, 3,
-                                "snapshot: 3 snapshot_prefix: '" + prefix + "_dist'");
+  const std::string rank = std::to_string(World()->rank());
+  auto dist_param = [&](int max_iter, const std::string& extra) {
+    return Param("SGD", Net(Dir(), kBatch, kBatch, Variant::kAugmented), 1, max_iter, extra);
+  };
+  auto single_param = [&](int max_iter, const std::string& extra) {
+    return Param("SGD", Net(Dir(), N() * kBatch, kBatch, Variant::kAugmented), 1, max_iter, extra);
+  };
+  const std::string at = std::to_string(kSnapshotAt);
+  // The interrupted runs: N ranks (rank 0 writes) and one process per rank.
   {
-    DistributedSolver<float> trainer(param, World(), Options(SyncMode::kOverlap));
+    DistributedSolver<float> trainer(
+        dist_param(kSnapshotAt, "snapshot: " + at + " snapshot_prefix: '" + prefix + "_dist'"),
+        World(), Options(SyncMode::kOverlap));
     if (World()->rank() > 0) EXPECT_EQ(trainer.rank_param().snapshot(), 0);
     trainer.Solve();
   }
   World()->Barrier();
-  // One process of batch N*B does the same, and goes on to 6 from its own snapshot.
-  SolverParameter single_param = Param("SGD", Net(Dir(), N() * kBatch, kBatch), 1, 3,
-                                       "snapshot: 3 snapshot_prefix: '" + prefix + "_single_" +
-                                           std::to_string(World()->rank()) + "'");
-  SolverRegistry<float>::CreateSolver(single_param)->Solve();
-  single_param.set_max_iter(6);
-  single_param.set_snapshot(0);
-  auto reference = SolverRegistry<float>::CreateSolver(single_param);
-  reference->Solve(prefix + "_single_" + std::to_string(World()->rank()) + "_iter_3.solverstate");
-  // One process resumes the N ranks' snapshot...
-  auto from_ranks = SolverRegistry<float>::CreateSolver(single_param);
-  from_ranks->Solve(prefix + "_dist_iter_3.solverstate");
-  EXPECT_EQ(from_ranks->iter(), 6);
-  ExpectClose(Weights(*from_ranks), Weights(*reference), "1 process resuming N ranks' snapshot");
-  // ...and N ranks resume the one process's snapshot (rank 0 reads it).
-  param.set_max_iter(6);
-  param.set_snapshot(0);
-  DistributedSolver<float> trainer(param, World(), Options(SyncMode::kOverlap));
-  trainer.Solve(prefix + "_single_0_iter_3.solverstate");
-  EXPECT_EQ(trainer.solver()->iter(), 6);
-  ExpectClose(Weights(*trainer.solver()), Weights(*reference),
-              "N ranks resuming 1 process's snapshot");
+  SolverRegistry<float>::CreateSolver(
+      single_param(kSnapshotAt,
+                   "snapshot: " + at + " snapshot_prefix: '" + prefix + "_single_" + rank + "'"))
+      ->Solve();
+  const std::string dist_state = prefix + "_dist_iter_" + at + ".solverstate";
+  const std::string single_state = prefix + "_single_" + rank + "_iter_" + at + ".solverstate";
+
+  // The uninterrupted runs.
+  DistributedSolver<float> dist(dist_param(kTotal, ""), World(), Options(SyncMode::kOverlap));
+  dist.Solve();
+  auto single = SolverRegistry<float>::CreateSolver(single_param(kTotal, ""));
+  single->Solve();
+
+  // Same number of ranks: bit for bit.
+  DistributedSolver<float> dist_resumed(dist_param(kTotal, ""), World(),
+                                        Options(SyncMode::kOverlap));
+  dist_resumed.Solve(dist_state);
+  EXPECT_EQ(dist_resumed.solver()->iter(), kTotal);
+  EXPECT_EQ(Weights(*dist_resumed.solver()), Weights(*dist.solver())) << N() << " -> " << N();
+  auto single_resumed = SolverRegistry<float>::CreateSolver(single_param(kTotal, ""));
+  single_resumed->Solve(single_state);
+  EXPECT_EQ(Weights(*single_resumed), Weights(*single)) << "1 -> 1";
+
+  // Another number of ranks: the same records, crops and masks; sums in another order.
+  auto from_ranks = SolverRegistry<float>::CreateSolver(single_param(kTotal, ""));
+  from_ranks->Solve(dist_state);
+  ExpectClose(Weights(*from_ranks), Weights(*single), std::to_string(N()) + " ranks -> 1");
+  DistributedSolver<float> from_single(dist_param(kTotal, ""), World(),
+                                       Options(SyncMode::kOverlap));
+  from_single.Solve(prefix + "_single_0_iter_" + at + ".solverstate");
+  ExpectClose(Weights(*from_single.solver()), Weights(*single),
+              "1 -> " + std::to_string(N()) + " ranks");
 }
 
 TEST_F(DistributedTest, AStopRequestOnOneRankStopsEveryRankAtTheSameIteration) {

@@ -11,7 +11,9 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "../data/data_test_helpers.hpp"
+#include "doppio/data/convert.hpp"
+#include "doppio/data/db.hpp"
+#include "doppio/data/image_io.hpp"
 #include "doppio/util/io.hpp"
 #include "solver_test_util.hpp"
 
@@ -19,8 +21,6 @@ namespace doppio {
 namespace {
 
 using solver_test::Weights;
-using testing_data::MakeDatum;
-using testing_data::WriteDatumLmdb;
 
 constexpr int kRecords = 10;  // batch 4: every few iterations cross an epoch boundary
 constexpr int kBefore = 3, kTotal = 8;
@@ -45,19 +45,22 @@ layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip2' bottom: 'label' top: 
 class ExactResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::vector<Datum> datums;
+    auto db = db::OpenLMDB(dir_.path() + "/lmdb", db::Mode::kNew);
+    auto txn = db->NewTransaction();
     std::ofstream list(dir_.path() + "/list.txt");
     for (int i = 0; i < kRecords; ++i) {
-      datums.push_back(
-          MakeDatum(1, 6, 6, i % 3, [i](int, int h, int w) { return Pixel(i, h, w); }));
       cv::Mat image(6, 6, CV_8UC1);
       for (int h = 0; h < 6; ++h)
         for (int w = 0; w < 6; ++w) image.at<unsigned char>(h, w) = Pixel(i, h, w);
+      Datum datum;
+      MatToDatum(image, &datum);
+      datum.set_label(i % 3);
+      txn->Put(FormatKey(i, 8), datum.SerializeAsString());
       const std::string name = "img" + std::to_string(i) + ".png";
       ASSERT_TRUE(cv::imwrite(dir_.path() + "/" + name, image));
       list << name << " " << i % 3 << "\n";
     }
-    WriteDatumLmdb(dir_.path() + "/lmdb", datums);
+    txn->Commit();
   }
 
   // The Data layer of the LMDB, or an ImageData layer over the shuffled list; both crop

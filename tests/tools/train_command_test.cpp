@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "../data/data_test_helpers.hpp"
 #include "cli_test_util.hpp"
 #include "doppio/core/common.hpp"
 #include "doppio/util/io.hpp"
@@ -207,6 +208,63 @@ TEST_F(TrainCommandTest, SigintAndSigtermStopWithASnapshotByDefault) {
     EXPECT_CONTAINS(child.Log(), "Optimization stopped early.");
     EXPECT_EQ(SnapshotFiles().size(), 2u);
   }
+}
+
+// SIGTERM lands while the prefetch threads have read batches ahead; the snapshot still
+// resumes at the first batch the net had not seen, and the resumed run ends with the bytes
+// of the uninterrupted one (random crops, mirrors and Dropout on).
+TEST_F(TrainCommandTest, SigtermMidPrefetchResumesExactly) {
+  std::vector<Datum> records;
+  for (int i = 0; i < 10; ++i) {
+    records.push_back(testing_data::MakeDatum(
+        1, 6, 6, i % 3, [i](int, int h, int w) { return (31 * i + 7 * h + 3 * w) % 256; }));
+  }
+  testing_data::WriteDatumLmdb(Path("lmdb"), records);
+  WriteText(Path("data_net.prototxt"),
+            "name: 'resume' "
+            "layer { name: 'data' type: 'Data' top: 'x' top: 'y' "
+            "  transform_param { crop_size: 4 mirror: true scale: 0.004 } "
+            "  data_param { source: '" +
+                Path("lmdb") +
+                "' batch_size: 4 prefetch: 4 threads: 2 } } "
+                "layer { name: 'ip1' type: 'InnerProduct' bottom: 'x' top: 'h' "
+                "  inner_product_param { num_output: 6 weight_filler { type: 'gaussian' std: 0.5 "
+                "} } } "
+                "layer { name: 'drop' type: 'Dropout' bottom: 'h' top: 'h' } "
+                "layer { name: 'ip2' type: 'InnerProduct' bottom: 'h' top: 'out' "
+                "  inner_product_param { num_output: 3 weight_filler { type: 'gaussian' std: 0.5 "
+                "} } } "
+                "layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'out' bottom: 'y' } ");
+  const std::string net = "net: '" + Path("data_net.prototxt") + "' display: 0 ";
+  Child child({"train", "--solver=" + Solver(net + "max_iter: 100000000", "long.prototxt")},
+              Path("long_log.txt"));
+  ASSERT_TRUE(child.WaitUntil([&] {
+    return child.Log().find("Starting Optimization") != std::string::npos;
+  })) << child.Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  child.Signal(SIGTERM);
+  ASSERT_EQ(child.Wait(), 5) << child.Log();
+  std::string state_file;
+  for (const auto& name : SnapshotFiles()) {
+    if (name.find(".solverstate") != std::string::npos) state_file = Path("snap/" + name);
+  }
+  ASSERT_FALSE(state_file.empty()) << child.Log();
+  SolverState state;
+  ReadProtoFromBinaryFile(state_file, &state);
+  ASSERT_EQ(state.data_position_size(), 1);
+  EXPECT_EQ(state.data_position(0).position(), 4u * state.iter());
+
+  const std::string end = std::to_string(state.iter() + 5);
+  const std::string weights = Path("snap/cli_iter_" + end + ".caffemodel");
+  const auto resumed = Train(
+      {"--solver=" + Solver(net + "max_iter: " + end, "end.prototxt"), "--snapshot=" + state_file});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_CONTAINS(resumed.output, "resumes its data at record stream position");
+  const std::string resumed_bytes = ReadText(weights);
+  fs::remove(weights);
+  const auto straight = Train({"--solver=" + Solver(net + "max_iter: " + end, "end.prototxt")});
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  EXPECT_TRUE(ReadText(weights) == resumed_bytes) << "the resumed run's weights differ";
 }
 
 TEST_F(TrainCommandTest, SigintWithEffectNoneIsIgnored) {
