@@ -76,17 +76,23 @@ def write_doppio_files(folder, ranks, checkpoints):
         "snapshot_prefix": '"%s"' % os.path.join(folder, "lenet_np%d" % ranks),
         "display": "500",
     }
-    lines = []
-    for line in solver.splitlines():
-        key = line.split(":")[0].strip()
-        if key in replacements:
-            line = "%s: %s" % (key, replacements.pop(key))
-        lines.append(line)
+    lines = set_solver_fields(solver, replacements)
     lines += ["test_initialization: false", "random_seed: 1", "snapshot_after_train: false"]
     solver_file = os.path.join(folder, "lenet_solver_np%d.prototxt" % ranks)
     with open(solver_file, "w") as f:
         f.write("\n".join(lines) + "\n")
     return solver_file
+
+
+def set_solver_fields(solver, replacements):
+    """The solver text's lines with the fields named in `replacements` set to its values."""
+    lines = []
+    for line in solver.splitlines():
+        key = line.split(":")[0].strip()
+        if key in replacements:
+            line = "%s: %s" % (key, replacements[key])
+        lines.append(line)
+    return lines
 
 
 def run_doppio(ranks, checkpoints, threads, doppio):

@@ -64,12 +64,7 @@ def write_solver(folder, name, batch, epochs, larc_eta, include_bias):
         "snapshot_prefix": '"%s"' % os.path.join(folder, name),
         "display": str(interval),
     }
-    lines = []
-    for line in solver.splitlines():
-        key = line.split(":")[0].strip()
-        if key in replacements:
-            line = "%s: %s" % (key, replacements.pop(key))
-        lines.append(line)
+    lines = fashion_mnist_lenet.set_solver_fields(solver, replacements)
     lines += [
         "iter_size: %d" % (batch // PER_PASS),
         "test_initialization: false",

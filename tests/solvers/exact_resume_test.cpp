@@ -88,12 +88,21 @@ class ExactResumeTest : public ::testing::Test {
     return param;
   }
 
-  // Runs kBefore iterations, snapshots, and returns the state file.
-  std::string Interrupt(const SolverParameter& param) const {
+  // The weights after kTotal iterations straight through.
+  static std::vector<float> Uninterrupted(const SolverParameter& param) {
+    auto solver = SolverRegistry<float>::CreateSolver(param);
+    solver->Step(kTotal);
+    return Weights(*solver);
+  }
+
+  // Runs kBefore iterations and snapshots; returns the state file, its contents in *state.
+  std::string Interrupt(const SolverParameter& param, SolverState* state) const {
     auto first = SolverRegistry<float>::CreateSolver(param);
     first->Step(kBefore);
     first->Snapshot();
-    return dir_.path() + "/snap_iter_" + std::to_string(kBefore) + ".solverstate";
+    const std::string file = dir_.path() + "/snap_iter_" + std::to_string(kBefore) + ".solverstate";
+    ReadProtoFromBinaryFile(file, state);
+    return file;
   }
 
   TempDir dir_;
@@ -103,12 +112,8 @@ TEST_F(ExactResumeTest, ResumedRunEqualsTheUninterruptedOneBitForBit) {
   for (bool image_list : {false, true}) {
     SCOPED_TRACE(image_list ? "ImageData, shuffled list" : "Data, LMDB");
     const SolverParameter param = Param(image_list);
-    auto uninterrupted = SolverRegistry<float>::CreateSolver(param);
-    uninterrupted->Step(kTotal);
-
-    const std::string state_file = Interrupt(param);
     SolverState state;
-    ReadProtoFromBinaryFile(state_file, &state);
+    const std::string state_file = Interrupt(param, &state);
     ASSERT_EQ(state.data_position_size(), 1);
     EXPECT_EQ(state.data_position(0).layer(), "data");
     EXPECT_EQ(state.data_position(0).position(), 4u * kBefore);
@@ -116,7 +121,7 @@ TEST_F(ExactResumeTest, ResumedRunEqualsTheUninterruptedOneBitForBit) {
     auto resumed = SolverRegistry<float>::CreateSolver(param);
     resumed->Restore(state_file);
     resumed->Step(kTotal - kBefore);
-    EXPECT_EQ(Weights(*resumed), Weights(*uninterrupted));
+    EXPECT_EQ(Weights(*resumed), Uninterrupted(param));
   }
 }
 
@@ -124,11 +129,8 @@ TEST_F(ExactResumeTest, ResumedRunEqualsTheUninterruptedOneBitForBit) {
 // its data starts over, so the run differs from the uninterrupted one.
 TEST_F(ExactResumeTest, AStateWithoutAPositionRestartsTheDataWithAWarning) {
   const SolverParameter param = Param(false);
-  auto uninterrupted = SolverRegistry<float>::CreateSolver(param);
-  uninterrupted->Step(kTotal);
-  const std::string state_file = Interrupt(param);
   SolverState state;
-  ReadProtoFromBinaryFile(state_file, &state);
+  const std::string state_file = Interrupt(param, &state);
   state.clear_data_position();
   WriteProtoToBinaryFile(state, state_file);
 
@@ -146,7 +148,7 @@ TEST_F(ExactResumeTest, AStateWithoutAPositionRestartsTheDataWithAWarning) {
   EXPECT_CONTAINS(warnings.text, "no data position for layer 'data'");
   EXPECT_CONTAINS(warnings.text, "starts over");
   resumed->Step(kTotal - kBefore);
-  EXPECT_NE(Weights(*resumed), Weights(*uninterrupted));
+  EXPECT_NE(Weights(*resumed), Uninterrupted(param));
 }
 
 }  // namespace
