@@ -7,11 +7,13 @@
 #include <set>
 #include <sstream>
 
+#include "doppio/core/debug_info.hpp"
 #include "doppio/core/insert_splits.hpp"
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/device/gpu_math.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/upgrade_net.hpp"
 
 namespace doppio {
 
@@ -122,6 +124,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   CheckSupportedFields(in_param, "net '" + in_param.name() + "'");
   phase_ = in_param.state().phase();
   name_ = in_param.name();
+  debug_info_ = in_param.debug_info();
   const NetParameter param = InsertSplits(FilterNet(UpgradeLegacyInputs(in_param)));
   LOG(INFO) << "Initializing net '" << name_ << "' for phase " << Phase_Name(phase_);
 
@@ -519,6 +522,7 @@ Dtype Net<Dtype>::ForwardFromTo(int start, int end) {
   Dtype loss = 0;
   for (int i = start; i <= end; ++i) {
     loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+    if (debug_info_) LogForwardDebugInfo(*this, i);
     for (const auto& callback : after_forward_) callback(i);
   }
   return loss;
@@ -538,6 +542,7 @@ void Net<Dtype>::BackwardFromTo(int start, int end) {
   for (int i = start; i >= end; --i) {
     if (layer_need_backward_[i]) {
       layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
+      if (debug_info_) LogBackwardDebugInfo(*this, i);
     }
     for (const auto& callback : after_backward_) callback(i);
   }
@@ -578,6 +583,7 @@ void Net<Dtype>::ClearParamDiffs() {
 template <typename Dtype>
 bool Net<Dtype>::Update() {
   if (arena_count_ == 0) return true;
+  if (debug_info_) LogUpdateDebugInfo(*this);
 #ifdef DOPPIO_WITH_CUDA
   if (gpu_) {
     return gpu_axpy_finite(*gpu_, arena_count_, Dtype(-1), arena_gpu_diff(),
@@ -638,6 +644,9 @@ void Net<Dtype>::CopyLayerBlobs(int layer_id,
 
 template <typename Dtype>
 void Net<Dtype>::CopyTrainedLayersFrom(const NetParameter& param) {
+  DOPPIO_ENSURE(!NetNeedsUpgrade(param))
+      << "net '" << name() << "': the weights are in Caffe's old 'layers' format; upgrade them "
+      << "first (UpgradeNetAsNeeded)";
   const auto copy_layer = [this](const auto& source) {
     // Caffe searches its layers in order: the first of a name takes the weights.
     const auto first = std::find(layer_names_.begin(), layer_names_.end(), source.name());
@@ -648,11 +657,13 @@ void Net<Dtype>::CopyTrainedLayersFrom(const NetParameter& param) {
     CopyLayerBlobs(static_cast<int>(first - layer_names_.begin()), source.blobs());
   };
   for (const auto& layer : param.layer()) copy_layer(layer);
-  for (const auto& layer : param.layers()) copy_layer(layer);
 }
 
 template <typename Dtype>
 void Net<Dtype>::RestoreTrainedLayersFrom(const NetParameter& param) {
+  DOPPIO_ENSURE(!NetNeedsUpgrade(param))
+      << "net '" << name() << "': the weights are in Caffe's old 'layers' format; upgrade them "
+      << "first (UpgradeNetAsNeeded)";
   std::map<std::string, int> taken;
   const auto copy_layer = [this, &taken](const auto& source) {
     int occurrence = taken[source.name()]++;
@@ -664,14 +675,14 @@ void Net<Dtype>::RestoreTrainedLayersFrom(const NetParameter& param) {
     LOG(INFO) << "Ignoring source layer " << source.name();
   };
   for (const auto& layer : param.layer()) copy_layer(layer);
-  for (const auto& layer : param.layers()) copy_layer(layer);
 }
 
 template <typename Dtype>
 void Net<Dtype>::CopyTrainedLayersFromFile(const std::string& path) {
   NetParameter param;
   ReadProtoFromBinaryFile(path, &param);
-  DOPPIO_ENSURE(param.layer_size() > 0 || param.layers_size() > 0)
+  UpgradeNetAsNeeded(path, &param);
+  DOPPIO_ENSURE(param.layer_size() > 0)
       << path << ": not a weights file (a NetParameter with layers); it holds no layers";
   CopyTrainedLayersFrom(param);
 }
