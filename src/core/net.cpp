@@ -243,6 +243,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
 
   LOG(INFO) << "Network '" << name_ << "' (" << Phase_Name(phase_) << "): " << layers_.size()
             << " layers, " << arena_count_ << " learnable parameters";
+  LogEngines();
   LOG(INFO) << "Memory required for data: " << memory_used * sizeof(Dtype) << " bytes";
   LOG(INFO) << "Memory required for parameters: " << parameter_bytes()
             << " bytes; activations (data + diff): " << activation_bytes() << " bytes";
@@ -598,6 +599,20 @@ std::string Net<Dtype>::layer_label(int layer_id) const {
   const std::string& name = layer_names_[layer_id];
   if (std::count(layer_names_.begin(), layer_names_.end(), name) < 2) return name;
   return name + "#" + std::to_string(layer_id);
+}
+
+template <typename Dtype>
+void Net<Dtype>::LogEngines() const {
+  std::map<std::string, std::vector<std::string>> labels_by_engine;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    labels_by_engine[layers_[i]->engine()].push_back(layer_label(static_cast<int>(i)));
+  }
+  for (const auto& [engine, labels] : labels_by_engine) {
+    std::ostringstream list;
+    for (const auto& label : labels) list << " " << label;
+    LOG(INFO) << "Engine " << engine << " runs " << labels.size() << " layer"
+              << (labels.size() == 1 ? "" : "s") << ":" << list.str();
+  }
 }
 
 template <typename Dtype>

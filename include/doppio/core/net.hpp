@@ -168,6 +168,8 @@ class Net {
   void DecideBackward(const NetParameter& param);
   void BuildArena();
   void WarnSharedLayerNames() const;
+  // Logs which engine runs each layer (one line per engine).
+  void LogEngines() const;
   void CopyLayerBlobs(int layer_id, const google::protobuf::RepeatedPtrField<BlobProto>& blobs);
 
   std::string name_;
