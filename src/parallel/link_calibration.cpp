@@ -90,20 +90,21 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats)
     }
     result.allreduce.push_back({count * 4.0, Median(times), 0});
   }
-  // gamma: the allreduce's time beyond its alpha-beta cost, per byte reduced on the way.
+  // gamma: the allreduce's time beyond its alpha-beta cost, per byte reduced on the way;
+  // the median over the sizes of 64 KB and more, which one disturbed point cannot move.
   LinkCost reduce_only;
   reduce_only.gamma = 1;
-  double gamma_num = 0, gamma_den = 0;
+  std::vector<double> gammas;
   for (const auto& point : result.allreduce) {
+    if (point.bytes < 65536 && point.bytes != result.allreduce.back().bytes) continue;
     const double moved = CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce,
                                            point.bytes, result.ranks, link);
     const double reduced =
         CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, point.bytes,
                           result.ranks, reduce_only);
-    gamma_num += reduced * (point.seconds - moved);
-    gamma_den += reduced * reduced;
+    gammas.push_back(std::max(0.0, (point.seconds - moved) / reduced));
   }
-  link.gamma = std::max(0.0, gamma_den > 0 ? gamma_num / gamma_den : 0.0);
+  link.gamma = Median(gammas);
   result.link = link;
   for (auto& point : result.ping_pong) point.predicted = link.alpha + point.bytes * link.beta;
   for (auto& point : result.allreduce) {
