@@ -248,7 +248,7 @@ std::string Megabytes(double bytes) {
 
 std::string RowJson(const Row& row, const LinkCost& link) {
   std::ostringstream out;
-  out.precision(6);
+  out.precision(9);
   out << "{\"link\": " << JsonQuote(row.link) << ", \"bandwidth_gbps\": " << row.gbps
       << ", \"latency_us\": " << link.alpha * 1e6 << ", \"ranks\": " << row.ranks
       << ", \"sync\": " << JsonQuote(SyncModeName(row.sync)) << ", \"bucket_mb\": " << row.bucket_mb
