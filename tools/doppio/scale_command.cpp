@@ -377,6 +377,8 @@ int ScaleCommand() {
 
   std::vector<Row> rows;
   std::vector<std::string> json_rows;
+  // Every sync mode and bucket size tried at the largest rank count.
+  std::vector<std::string> json_plans;
   std::printf("\n%-12s %6s %10s %11s %11s %10s %12s %10s\n", "link", "ranks", "ms/iter",
               "compute ms", "exposed ms", "comm ms", "img/s", "efficiency");
   for (const NamedLink& link : links) {
@@ -424,7 +426,17 @@ int ScaleCommand() {
         // Blocking sends one allreduce: the bucket size does not matter.
         if (mode == SyncMode::kBlocking && mb != FLAGS_bucket_mb) continue;
         const IterationProfile candidate = WithTimes(PlanIteration(net, mb), profile);
-        const double time = PredictIteration(candidate, mode, most, library, link.cost).iteration;
+        Row row;
+        row.link = link.name;
+        row.gbps = link.gbps;
+        row.ranks = most;
+        row.sync = mode;
+        row.bucket_mb = mb;
+        row.prediction = PredictIteration(candidate, mode, most, library, link.cost);
+        row.images_per_second = most * profile.batch / row.prediction.iteration;
+        row.efficiency = alone.iteration / row.prediction.iteration;
+        json_plans.push_back(RowJson(row, link.cost));
+        const double time = row.prediction.iteration;
         if (best == 0 || time < best * (1 - 1e-9)) {
           best = time;
           best_sync = mode;
@@ -447,6 +459,10 @@ int ScaleCommand() {
         << ", \"collectives\": " << JsonQuote(CollectiveLibraryName(library)) << ", \"rows\": [\n";
     for (std::size_t i = 0; i < json_rows.size(); ++i) {
       out << "  " << json_rows[i] << (i + 1 < json_rows.size() ? "," : "") << "\n";
+    }
+    out << "], \"plans\": [\n";
+    for (std::size_t i = 0; i < json_plans.size(); ++i) {
+      out << "  " << json_plans[i] << (i + 1 < json_plans.size() ? "," : "") << "\n";
     }
     out << "]}\n";
     const std::string json_path = FLAGS_json.empty() ? FLAGS_plot + ".json" : FLAGS_json;
