@@ -65,9 +65,14 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats)
     }
     result.ping_pong.push_back({bytes, Median(times), 0});
   }
-  // alpha: the smallest message; beta: the slope of the larger ones above alpha.
+  // alpha: the fastest of the small messages (up to 16 KB, where the bytes cost next to
+  // nothing: on a busy machine one of them can be slowed down many times); beta: the slope
+  // of the larger ones above alpha.
   LinkCost link;
   link.alpha = result.ping_pong.front().seconds;
+  for (const auto& point : result.ping_pong) {
+    if (point.bytes <= 16384) link.alpha = std::min(link.alpha, point.seconds);
+  }
   double slope_num = 0, slope_den = 0;
   for (const auto& point : result.ping_pong) {
     if (point.bytes < 1024) continue;
