@@ -73,11 +73,13 @@ double BinomialBroadcast(double bytes, int ranks, const LinkCost& link) {
 }
 
 // A chain reduce of `bytes` in fragments: every fragment crosses ranks - 1 links, one
-// fragment per step once the pipeline is full.
+// fragment per step once the pipeline is full. The fragments are small enough to be sent
+// eagerly, one after the other without waiting for the receiver: a message's latency is paid
+// once per link, when the pipeline fills, not once per fragment.
 double ChainReduce(double bytes, int ranks, const LinkCost& link) {
   const double fragments = std::ceil(bytes / kChainFragmentBytes);
   const double fragment = bytes / fragments;
-  return (fragments + ranks - 2) * (link.alpha + fragment * (link.beta + link.gamma));
+  return (ranks - 1) * link.alpha + (fragments + ranks - 2) * fragment * (link.beta + link.gamma);
 }
 
 // Open MPI's rooted collectives on one piece, and the busiest link's (or reducing rank's)

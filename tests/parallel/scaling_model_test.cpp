@@ -47,10 +47,14 @@ TEST(ScalingModel, BinomialAllreduceAsOpenMpiRunsItInPlace) {
 TEST(ScalingModel, OpenMpiRootedCollectivesPipelineTheirPieces) {
   const double a = 1e-5, b = 1e-9, g = 2e-10;
   const LinkCost link = Link(a, b, g);
-  // Reduce on 2 ranks, 64 KB: a chain of eight 8 KB fragments.
+  // Reduce on 2 ranks, 64 KB: a chain of eight 8 KB fragments, sent one after the other;
+  // on 3 ranks the pipeline takes one more hop and one fragment's step longer to fill.
   EXPECT_NEAR(
       CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 65536, 2, link),
-      8 * (a + 8192 * (b + g)), 1e-12);
+      a + 8 * 8192 * (b + g), 1e-12);
+  EXPECT_NEAR(
+      CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 65536, 3, link),
+      2 * a + 9 * 8192 * (b + g), 1e-12);
   // Broadcast on 4 ranks, 8 MB: two 4 MB pieces, each sent by the root to 3 ranks at once;
   // the second follows the first on the root's link.
   const double piece = 4 << 20;
