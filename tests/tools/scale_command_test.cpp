@@ -142,13 +142,9 @@ TEST(ScaleCommand, BadInputIsAnErrorNamingTheFlag) {
       {lenet + "--ranks=1,2", "needs --link=RATE"},
       {lenet + "--link=1gbit --ranks=", "--ranks is empty"},
       {lenet + "--link=1gbit --ranks=0,2", "every rank count must be at least 1"},
-      {lenet + "--link=1gbit --ranks=-4", "every rank count must be at least 1"},
       {lenet + "--link=1gbit --sync=fast", "--sync must be overlap, reduce_bcast or blocking"},
-      {lenet + "--link=1gbit --bucket_mb=0", "--bucket_mb must be positive"},
       {lenet + "--link=1gbit --collectives=gloo", "--collectives must be mpi or nccl"},
-      {lenet + "--link=1gbit --bandwidth_gbps=10", "not both"},
       {std::string(kLeNet) + "--link=1gbit --time_json=/no/such.json", "/no/such.json"},
-      {"scale --link=1gbit", "needs --model"},
       {"scale --calibrate", "mpirun -np 2"},
   };
   for (const auto& c : cases) {

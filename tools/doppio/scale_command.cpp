@@ -6,7 +6,6 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

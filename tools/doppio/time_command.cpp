@@ -12,7 +12,6 @@
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/thread_pool.hpp"
-#include "doppio/util/timer.hpp"
 #include "layer_profile.hpp"
 #include "memory_report.hpp"
 #include "synthetic_inputs.hpp"
