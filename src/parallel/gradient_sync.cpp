@@ -117,8 +117,20 @@ std::vector<GradientBucket> GradientSync<Dtype>::PlanBuckets(const Net<Dtype>& n
 }
 
 template <typename Dtype>
-std::vector<int> GradientSync<Dtype>::PlanLaunchOrder(const Net<Dtype>& net,
-                                                      const std::vector<GradientBucket>& buckets) {
+std::vector<GradientBucket> GradientSync<Dtype>::PlanBucketsForMb(const Net<Dtype>& net,
+                                                                  double bucket_mb) {
+  DOPPIO_ENSURE(bucket_mb > 0) << "--bucket_mb must be positive, not " << bucket_mb;
+  const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
+  // The first bucket holds the last layers' gradients, ready first: keep it small so that
+  // communication starts early in backward.
+  const std::size_t first_bytes = std::min<std::size_t>(bucket_bytes, 256 << 10);
+  return PlanBuckets(net, std::max<std::size_t>(bucket_bytes, 1),
+                     std::max<std::size_t>(first_bytes, 1));
+}
+
+template <typename Dtype>
+std::vector<int> GradientSync<Dtype>::CompletingLayers(const Net<Dtype>& net,
+                                                       const std::vector<GradientBucket>& buckets) {
   const auto& last_layer = net.learnable_param_last_layer();
   const auto& lr = net.params_lr();
   std::vector<int> completed_by(buckets.size(), -1);
@@ -130,6 +142,13 @@ std::vector<int> GradientSync<Dtype>::PlanLaunchOrder(const Net<Dtype>& net,
     }
     completed_by[b] = layer;
   }
+  return completed_by;
+}
+
+template <typename Dtype>
+std::vector<int> GradientSync<Dtype>::PlanLaunchOrder(const Net<Dtype>& net,
+                                                      const std::vector<GradientBucket>& buckets) {
+  const std::vector<int> completed_by = CompletingLayers(net, buckets);
   std::vector<int> order(buckets.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -146,14 +165,8 @@ GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode 
       bucket_mb_(bucket_mb),
       iter_size_(iter_size),
       timeline_(timeline) {
-  DOPPIO_ENSURE(bucket_mb > 0) << "--bucket_mb must be positive, not " << bucket_mb;
   DOPPIO_ENSURE(iter_size >= 1) << "iter_size must be >= 1, not " << iter_size;
-  const auto bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
-  // The first bucket holds the last layers' gradients, ready first: keep it small so that
-  // communication starts early in backward.
-  const std::size_t first_bytes = std::min<std::size_t>(bucket_bytes, 256 << 10);
-  buckets_ = PlanBuckets(*net, std::max<std::size_t>(bucket_bytes, 1),
-                         std::max<std::size_t>(first_bytes, 1));
+  buckets_ = PlanBucketsForMb(*net, bucket_mb);
   layer_buckets_.assign(net->layers().size(), {});
   const auto& last_layer = net->learnable_param_last_layer();
   const auto& lr = net->params_lr();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "doppio/parallel/mpi_communicator.hpp"
+
 namespace doppio {
 
 namespace {
@@ -12,9 +14,8 @@ constexpr std::size_t kMaxPiece = std::size_t(1) << 30;
 // segments and move from one segment to the next by recursion in the thread that progresses
 // them, about one level per segment: over TCP, reducing AlexNet's 150 MB fc6 gradient to
 // rank 0 overflowed the communication thread's 8 MB stack (SIGSEGV in
-// opal_convertor_unpack under thousands of NBC_Progress frames). Pieces of at most 4 MB keep
-// that recursion shallow.
-constexpr std::size_t kMaxRootedPieceBytes = std::size_t(4) << 20;
+// opal_convertor_unpack under thousands of NBC_Progress frames). Pieces of at most
+// kMpiRootedPieceBytes (4 MB) keep that recursion shallow.
 
 // An operation of MPI requests, complete when all of them are.
 class RequestsOp : public MpiOp {
@@ -48,7 +49,7 @@ class InPlaceOp : public RequestsOp {
     const std::size_t element = CommTypeSize(type_);
     const std::size_t max_piece = kind_ == InPlaceKind::kAllreduce
                                       ? kMaxPiece
-                                      : std::max<std::size_t>(1, kMaxRootedPieceBytes / element);
+                                      : std::max<std::size_t>(1, kMpiRootedPieceBytes / element);
     for (std::size_t offset = 0; offset < count_; offset += max_piece) {
       const int piece = static_cast<int>(std::min(max_piece, count_ - offset));
       Add(Issue(engine, buffer_ + offset * element, piece));

@@ -24,6 +24,25 @@ std::vector<std::string>& CommandArguments() {
 }
 
 namespace {
+// A flag defined by one command and read by others says so at the start of its
+// description: "time, scale: ...".
+bool FlagServesCommand(const std::string& description, const std::string& command) {
+  const std::size_t colon = description.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string names = description.substr(0, colon);
+  if (names.find_first_not_of("abcdefghijklmnopqrstuvwxyz_, ") != std::string::npos) return false;
+  for (std::size_t start = 0; start <= names.size();) {
+    std::size_t end = names.find(',', start);
+    if (end == std::string::npos) end = names.size();
+    std::string name = names.substr(start, end - start);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    if (name == command) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 std::string Usage() {
   std::string usage =
       "command line brew\n"
@@ -60,7 +79,8 @@ int main(int argc, char** argv) {
     gflags::GetAllFlags(&flags);
     for (const auto& flag : flags) {
       if (flag.filename.find("tools/doppio/" + std::string(argv[1])) == std::string::npos &&
-          flag.filename.find("tools/doppio/common_flags") == std::string::npos)
+          flag.filename.find("tools/doppio/common_flags") == std::string::npos &&
+          !doppio::FlagServesCommand(flag.description, argv[1]))
         continue;
       std::cout << "  --" << flag.name << " (" << flag.description << ") default: \""
                 << flag.default_value << "\"\n";

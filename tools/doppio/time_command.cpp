@@ -12,15 +12,18 @@
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/thread_pool.hpp"
-#include "doppio/util/timer.hpp"
 #include "engine_override.hpp"
+#include "layer_profile.hpp"
 #include "memory_report.hpp"
 #include "synthetic_inputs.hpp"
 
-DEFINE_int32(threads, 1, "time: CPU threads for the BLAS kernels.");
-DEFINE_int32(batch, 0, "time: override the batch size of the net's inputs (0 keeps it).");
+DEFINE_int32(threads, 1, "time, scale: CPU threads for the BLAS kernels.");
+DEFINE_int32(batch, 0, "time, scale: override the batch size of the net's inputs (0 keeps it).");
+DEFINE_string(json, "",
+              "time, scale: also write the results to this file as JSON (time: the per-layer "
+              "times, which `doppio scale --time_json` reads; scale: the predicted rows).");
 DEFINE_string(input_shape, "",
-              "time: C,H,W of the images a data layer would produce, when it cannot be "
+              "time, scale: C,H,W of the images a data layer would produce, when it cannot be "
               "inferred (from transform_param.crop_size: 3 channels of crop x crop).");
 DEFINE_string(engine, "",
               "time: run every layer that the named engine (CAFFE, CUDNN, ONEDNN) can run on "
@@ -60,79 +63,39 @@ int TimeCommand() {
 #endif
   };
 
-  LOG(INFO) << "Performing Forward";
-  float initial_loss;
-  net.Forward(&initial_loss);
-  LOG(INFO) << "Initial loss: " << initial_loss;
-  LOG(INFO) << "Performing Backward";
-  net.Backward();
-  finish();
-
-  const auto& layers = net.layers();
-  const auto& bottoms = net.bottom_vecs();
-  const auto& tops = net.top_vecs();
-  const auto& need_backward = net.bottom_need_backward();
-  std::vector<double> forward_ms(layers.size(), 0.0);
-  std::vector<double> backward_ms(layers.size(), 0.0);
-  double forward_total = 0, backward_total = 0;
-  LOG(INFO) << "*** Benchmark begins ***";
-  LOG(INFO) << "Testing for " << FLAGS_iterations << " iterations.";
-  Timer total_timer;
-  for (int iter = 0; iter < FLAGS_iterations; ++iter) {
-    Timer iter_timer;
-    Timer timer;
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      timer.Start();
-      layers[i]->Forward(bottoms[i], tops[i]);
-      finish();
-      forward_ms[i] += timer.MilliSeconds();
-    }
-    forward_total += iter_timer.MilliSeconds();
-    Timer backward_timer;
-    for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
-      if (!net.layer_need_backward()[i]) continue;
-      timer.Start();
-      layers[i]->Backward(tops[i], need_backward[i], bottoms[i]);
-      finish();
-      backward_ms[i] += timer.MilliSeconds();
-    }
-    backward_total += backward_timer.MilliSeconds();
-    LOG(INFO) << "Iteration: " << iter + 1
-              << " forward-backward time: " << iter_timer.MilliSeconds() << " ms.";
-  }
-  const double n = FLAGS_iterations;
+  LayerProfile profile = MeasureLayerProfile(&net, FLAGS_iterations, finish);
+  profile.device = gpu ? gpu->Describe() : "CPU, " + std::to_string(FLAGS_threads) + " threads";
+  const auto& layers = profile.layers;
   LOG(INFO) << "Average time per layer: ";
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const std::string label = net.layer_label(static_cast<int>(i));
-    const std::string pad(10 - std::min<size_t>(10, label.size()), ' ');
-    LOG(INFO) << pad << label << "\tforward: " << forward_ms[i] / n << " ms.";
-    LOG(INFO) << pad << label << "\tbackward: " << backward_ms[i] / n << " ms.";
+  for (const LayerTiming& layer : layers) {
+    const std::string pad(10 - std::min<size_t>(10, layer.name.size()), ' ');
+    LOG(INFO) << pad << layer.name << "\tforward: " << layer.forward_ms << " ms.";
+    LOG(INFO) << pad << layer.name << "\tbackward: " << layer.backward_ms << " ms.";
   }
-  LOG(INFO) << "Average Forward pass: " << forward_total / n << " ms.";
-  LOG(INFO) << "Average Backward pass: " << backward_total / n << " ms.";
-  LOG(INFO) << "Average Forward-Backward: " << total_timer.MilliSeconds() / n << " ms.";
-  LOG(INFO) << "Total Time: " << total_timer.MilliSeconds() << " ms.";
+  LOG(INFO) << "Average Forward pass: " << profile.forward_ms << " ms.";
+  LOG(INFO) << "Average Backward pass: " << profile.backward_ms << " ms.";
+  LOG(INFO) << "Average Forward-Backward: " << profile.total_ms << " ms.";
+  LOG(INFO) << "Total Time: " << profile.total_ms * FLAGS_iterations << " ms.";
   LOG(INFO) << "*** Benchmark ends ***";
   LogMemoryReport({&net}, gpu.get());
 
   // The same figures as a table on stdout.
-  const double all = (forward_total + backward_total) / n;
+  const double all = profile.forward_ms + profile.backward_ms;
   std::printf("%-28s %-18s %-7s %12s %12s %7s\n", "layer", "type", "engine", "forward ms",
               "backward ms", "share");
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    const double f = forward_ms[i] / n, b = backward_ms[i] / n;
-    std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n",
-                net.layer_label(static_cast<int>(i)).c_str(), layers[i]->type(),
-                layers[i]->engine().c_str(), f, b, all > 0 ? 100.0 * (f + b) / all : 0.0);
+    const double f = layers[i].forward_ms, b = layers[i].backward_ms;
+    std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", layers[i].name.c_str(),
+                layers[i].type.c_str(), net.layers()[i]->engine().c_str(), f, b,
+                all > 0 ? 100.0 * (f + b) / all : 0.0);
   }
-  std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", "total", "", "", forward_total / n,
-              backward_total / n, 100.0);
-  if (gpu) {
-    std::printf("Average Forward-Backward: %.3f ms (%d iterations, %s)\n", all, FLAGS_iterations,
-                gpu->Describe().c_str());
-  } else {
-    std::printf("Average Forward-Backward: %.3f ms (%d iterations, %d threads)\n", all,
-                FLAGS_iterations, FLAGS_threads);
+  std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", "total", "", "", profile.forward_ms,
+              profile.backward_ms, 100.0);
+  std::printf("Average Forward-Backward: %.3f ms (%d iterations, %s)\n", all, FLAGS_iterations,
+              profile.device.c_str());
+  if (!FLAGS_json.empty()) {
+    WriteFileAtomically(LayerProfileToJson(profile, FLAGS_model), FLAGS_json);
+    LOG(INFO) << "Wrote the per-layer times to " << FLAGS_json;
   }
   std::printf("%s\n", FormatMemoryReport(MeasureMemory({&net}, nullptr)).c_str());
   if (gpu) std::printf("%s\n", FormatMemoryReport(MeasureMemory({&net}, gpu.get())).c_str());

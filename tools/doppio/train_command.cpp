@@ -33,11 +33,13 @@ DEFINE_string(sighup_effect, "snapshot", "What SIGHUP does: stop, snapshot or no
 DEFINE_bool(allow_nonfinite, false,
             "Go on training when the loss or the weights become NaN or infinite, and write "
             "snapshots that hold them, instead of stopping with exit status 3.");
-DEFINE_string(sync, "overlap",
-              "How MPI ranks combine gradients: overlap (allreduce gradient buckets while "
-              "backward runs), reduce_bcast (reduce to rank 0, update there, broadcast the "
-              "weights) or blocking (one allreduce after backward).");
-DEFINE_double(bucket_mb, 25, "Size of a gradient bucket in MB (the first is at most 256 KB).");
+DEFINE_string(
+    sync, "overlap",
+    "train, scale: how MPI ranks combine gradients: overlap (allreduce gradient buckets while "
+    "backward runs), reduce_bcast (reduce to rank 0, update there, broadcast the "
+    "weights) or blocking (one allreduce after backward).");
+DEFINE_double(bucket_mb, 25,
+              "train, scale: size of a gradient bucket in MB (the first is at most 256 KB).");
 DEFINE_double(comm_timeout, 600,
               "Seconds a collective may stall before the job is aborted with the ranks that "
               "did not arrive; 0 waits forever.");

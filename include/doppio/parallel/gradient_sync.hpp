@@ -78,6 +78,11 @@ class GradientSync {
 
   static std::vector<GradientBucket> PlanBuckets(const Net<Dtype>& net, std::size_t bucket_bytes,
                                                  std::size_t first_bucket_bytes);
+  // The buckets the trainer uses for --bucket_mb: PlanBuckets with the small first bucket.
+  static std::vector<GradientBucket> PlanBucketsForMb(const Net<Dtype>& net, double bucket_mb);
+  // For each of `buckets` (of `net`), the layer whose backward makes its last gradient final.
+  static std::vector<int> CompletingLayers(const Net<Dtype>& net,
+                                           const std::vector<GradientBucket>& buckets);
   // The order in which `buckets` (of `net`) are launched: by the layer whose backward
   // completes each, latest layer first (backward runs from the last layer to the first);
   // ties in bucket order.

@@ -10,6 +10,10 @@ namespace doppio {
 
 class MpiEngine;
 
+// Reduce and broadcast go to MPI as pieces of at most this many bytes, all issued at once
+// (src/parallel/mpi_ops.cpp says why); the pieces then travel pipelined.
+constexpr std::size_t kMpiRootedPieceBytes = std::size_t(4) << 20;
+
 // The communicator over MPI_COMM_WORLD, on host buffers. Its engine (src/parallel/mpi_engine.hpp)
 // is one communication thread that owns MPI: it initialises it, starts every operation
 // (non-blocking MPI collectives, in the order they were issued), drives their progress while

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <vector>
+
+#include "doppio/parallel/communicator.hpp"
+#include "doppio/parallel/scaling_model.hpp"
+
+namespace doppio {
+
+// Measured alpha, beta and gamma between the ranks of a job, for `doppio scale --calibrate`.
+struct CalibrationPoint {
+  double bytes = 0;
+  double seconds = 0;    // measured (ping-pong: one way, half the round trip)
+  double predicted = 0;  // by the fitted LinkCost
+};
+
+struct LinkCalibration {
+  int ranks = 0;
+  LinkCost link;
+  std::vector<CalibrationPoint> ping_pong;  // between ranks 0 and 1
+  std::vector<CalibrationPoint> allreduce;  // every rank, in place, as GradientSync issues it
+};
+
+// Runs on every rank of `comm` (at least 2), collectively. Ping-pong between ranks 0 and 1
+// (a gather to one of them, the other ranks contributing nothing) from 8 bytes to
+// max_bytes: alpha is the fastest one-way time of the messages up to 16 KB, beta the
+// least-squares slope of the larger ones above it. Then the allreduce sweep over all ranks:
+// gamma (the cost of reducing a byte) is what the allreduce takes beyond the alpha-beta cost
+// of the algorithm Open MPI runs, per byte reduced (the median over the sizes from 64 KB).
+// Every point is the median of `repeats` runs (the slowest rank's time).
+LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats);
+
+}  // namespace doppio

@@ -1,0 +1,93 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "doppio/core/net.hpp"
+#include "doppio/parallel/gradient_sync.hpp"
+
+namespace doppio {
+
+// The performance model behind `doppio scale`: one training iteration on N data-parallel
+// ranks, replayed as a timeline of forward, backward (layer by layer) and one communication
+// stream that carries GradientSync's buckets in its launch order, with alpha-beta costs of
+// the collectives the communicator actually runs.
+
+// What moving and reducing bytes between two ranks costs. A message of n bytes takes
+// alpha + n * beta; every rank has its own full-duplex link, and the messages one rank sends
+// at the same time share it. Summing a received buffer into one's own costs gamma per byte.
+struct LinkCost {
+  double alpha = 0;  // seconds per message
+  double beta = 0;   // seconds per byte on the wire
+  double gamma = 0;  // seconds per byte reduced
+};
+
+// Whose collectives run, which decides the algorithms:
+//   kOpenMpi: MpiCommunicator on Open MPI 4.1's non-blocking collectives (coll/libnbc). An
+//             in-place allreduce is a binomial tree (reduce to rank 0, then a binomial
+//             broadcast, the whole buffer at every step). Reduce is a chain of 8 KB fragments
+//             up to 4 ranks and a binomial tree beyond; broadcast is linear (the root sends to
+//             every rank at once) up to 4 ranks and binomial beyond. Reduce and broadcast are
+//             issued as pieces of kMpiRootedPieceBytes, all at once, which pipeline.
+//   kNccl:    NcclCommunicator: ring allreduce; reduce and broadcast as pipelined chains.
+enum class CollectiveLibrary { kOpenMpi, kNccl };
+// Throws Error naming --collectives for an unknown name ("mpi" or "nccl").
+CollectiveLibrary ParseCollectiveLibrary(const std::string& name);
+const char* CollectiveLibraryName(CollectiveLibrary library);
+
+enum class CollectiveKind { kAllreduce, kReduce, kBroadcast };
+
+// Seconds one collective of `bytes` takes on `ranks` ranks, from its start on all ranks
+// until the last rank has its result. 0 on one rank.
+double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
+                         const LinkCost& link);
+
+// The textbook costs the library's choices are made of (exposed for the tests and for
+// comparison in the output).
+// Ring allreduce: 2(N-1) steps of n/N bytes, (N-1) reductions of n/N.
+double RingAllreduceSeconds(double bytes, int ranks, const LinkCost& link);
+// Binomial reduce to rank 0 then binomial broadcast, the whole buffer at every step; a rank
+// sends to its children at once, sharing its link.
+double BinomialAllreduceSeconds(double bytes, int ranks, const LinkCost& link);
+
+// One gradient bucket as the model sees it.
+struct ModelBucket {
+  double gradient_bytes = 0;  // its slice of the gradient arena
+  // What goes on the wire: the gradient itself (float32) today; a compressed bucket
+  // (fp16, top-k) plugs its own size in here.
+  double wire_bytes = 0;
+  int ready_layer = 0;  // the layer whose backward makes its last gradient final
+};
+
+// The compute side of one iteration on one rank and the communication it releases.
+struct IterationProfile {
+  std::vector<double> forward;       // seconds, by layer id
+  std::vector<double> backward;      // seconds, by layer id (0 for layers without backward)
+  double update = 0;                 // seconds: the solver's update after the gradients
+  std::vector<ModelBucket> buckets;  // in GradientSync's launch order
+  double blocking_bytes = 0;         // --sync=blocking: the one allreduce after backward
+  double weight_bytes = 0;           // --sync=reduce_bcast: the weights broadcast after the update
+};
+
+// The buckets of `net` for --bucket_mb, as GradientSync plans them, in launch order.
+IterationProfile PlanIteration(const Net<float>& net, double bucket_mb);
+
+struct IterationPrediction {
+  double iteration = 0;  // seconds per iteration
+  double compute = 0;    // forward + backward + update
+  double exposed = 0;    // iteration - compute: communication backward did not hide
+  double comm = 0;       // seconds the communication stream was busy
+};
+
+// Replays one iteration: forward, then backward layer by layer from the last; a bucket is
+// launched on the communication stream when backward has finished its ready_layer and the
+// bucket before it in launch order is done (one stream: collectives run one at a time).
+// overlap: allreduce per bucket; reduce_bcast: reduce per bucket, the update, then one
+// broadcast of the weights; blocking: one allreduce of blocking_bytes after backward. The
+// update starts when backward and the communication are both done. One rank communicates
+// nothing.
+IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode mode, int ranks,
+                                     CollectiveLibrary library, const LinkCost& link);
+
+}  // namespace doppio

@@ -1,0 +1,122 @@
+#include "doppio/parallel/link_calibration.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "doppio/util/error.hpp"
+
+namespace doppio {
+
+namespace {
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// The slowest rank's time, on every rank.
+double Slowest(Communicator* comm, double seconds) {
+  comm->Allreduce(&seconds, 1, CommType::kDouble, ReduceOp::kMax, "calibration: slowest rank");
+  return seconds;
+}
+
+// One message of `bytes` from rank `from` to rank `to` (a gather in which only `from`
+// contributes).
+void Send(Communicator* comm, std::vector<char>* buffer, std::vector<char>* received,
+          std::size_t bytes, int from, int to) {
+  std::vector<std::size_t> counts(comm->size(), 0);
+  counts[from] = bytes;
+  const bool sends = comm->rank() == from;
+  comm->IGatherv(buffer->data(), sends ? bytes : 0, received->data(), counts, to,
+                 "calibration: ping-pong")
+      ->Wait();
+}
+
+std::vector<double> Sizes(double max_bytes) {
+  std::vector<double> sizes = {8};
+  for (double bytes = 1024; bytes <= max_bytes; bytes *= 4) sizes.push_back(bytes);
+  return sizes;
+}
+
+}  // namespace
+
+LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats) {
+  DOPPIO_ENSURE(comm->size() >= 2)
+      << "--calibrate measures the links between ranks: run it under an MPI launcher with at "
+         "least 2 ranks (mpirun -np 2 doppio scale --calibrate)";
+  DOPPIO_ENSURE(max_bytes >= 1024) << "--calibrate_max_mb must be at least 1 KB";
+  DOPPIO_ENSURE(repeats >= 1) << "--calibrate_repeats must be positive";
+  LinkCalibration result;
+  result.ranks = comm->size();
+  const std::vector<double> sizes = Sizes(max_bytes);
+  std::vector<char> buffer(static_cast<std::size_t>(sizes.back()), 1);
+  std::vector<char> received(buffer.size());
+
+  for (double bytes : sizes) {
+    std::vector<double> times;
+    // One untimed round trip sets up the connection and the buffers.
+    for (int run = -1; run < repeats; ++run) {
+      comm->Barrier("calibration: start");
+      const double start = CommClockSeconds();
+      Send(comm, &buffer, &received, static_cast<std::size_t>(bytes), 1, 0);
+      Send(comm, &buffer, &received, static_cast<std::size_t>(bytes), 0, 1);
+      const double one_way = Slowest(comm, CommClockSeconds() - start) / 2;
+      if (run >= 0) times.push_back(one_way);
+    }
+    result.ping_pong.push_back({bytes, Median(times), 0});
+  }
+  // alpha: the fastest of the small messages (up to 16 KB, where the bytes cost next to
+  // nothing: on a busy machine one of them can be slowed down many times); beta: the slope
+  // of the larger ones above alpha.
+  LinkCost link;
+  link.alpha = result.ping_pong.front().seconds;
+  for (const auto& point : result.ping_pong) {
+    if (point.bytes <= 16384) link.alpha = std::min(link.alpha, point.seconds);
+  }
+  double slope_num = 0, slope_den = 0;
+  for (const auto& point : result.ping_pong) {
+    if (point.bytes < 1024) continue;
+    slope_num += point.bytes * (point.seconds - link.alpha);
+    slope_den += point.bytes * point.bytes;
+  }
+  link.beta = std::max(0.0, slope_den > 0 ? slope_num / slope_den : 0.0);
+
+  std::vector<float> gradients(static_cast<std::size_t>(sizes.back() / sizeof(float)), 1.f);
+  for (double bytes : sizes) {
+    const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / 4);
+    std::vector<double> times;
+    for (int run = -1; run < repeats; ++run) {
+      comm->Barrier("calibration: start");
+      const double start = CommClockSeconds();
+      comm->Allreduce(gradients.data(), count, CommType::kFloat, ReduceOp::kSum,
+                      "calibration: allreduce");
+      const double seconds = Slowest(comm, CommClockSeconds() - start);
+      if (run >= 0) times.push_back(seconds);
+    }
+    result.allreduce.push_back({count * 4.0, Median(times), 0});
+  }
+  // gamma: the allreduce's time beyond its alpha-beta cost, per byte reduced on the way;
+  // the median over the sizes of 64 KB and more, which one disturbed point cannot move.
+  LinkCost reduce_only;
+  reduce_only.gamma = 1;
+  std::vector<double> gammas;
+  for (const auto& point : result.allreduce) {
+    if (point.bytes < 65536 && point.bytes != result.allreduce.back().bytes) continue;
+    const double moved = CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce,
+                                           point.bytes, result.ranks, link);
+    const double reduced =
+        CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, point.bytes,
+                          result.ranks, reduce_only);
+    gammas.push_back(std::max(0.0, (point.seconds - moved) / reduced));
+  }
+  link.gamma = Median(gammas);
+  result.link = link;
+  for (auto& point : result.ping_pong) point.predicted = link.alpha + point.bytes * link.beta;
+  for (auto& point : result.allreduce) {
+    point.predicted = CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce,
+                                        point.bytes, result.ranks, link);
+  }
+  return result;
+}
+
+}  // namespace doppio

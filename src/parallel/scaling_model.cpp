@@ -1,0 +1,210 @@
+#include "doppio/parallel/scaling_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "doppio/parallel/mpi_communicator.hpp"
+
+namespace doppio {
+
+CollectiveLibrary ParseCollectiveLibrary(const std::string& name) {
+  if (name == "mpi") return CollectiveLibrary::kOpenMpi;
+  if (name == "nccl") return CollectiveLibrary::kNccl;
+  DOPPIO_FAIL() << "--collectives must be mpi or nccl, not '" << name << "'";
+  return CollectiveLibrary::kOpenMpi;
+}
+
+const char* CollectiveLibraryName(CollectiveLibrary library) {
+  return library == CollectiveLibrary::kNccl ? "nccl" : "mpi";
+}
+
+namespace {
+
+// libnbc's chain reduce moves 8 KB fragments (nbc_ireduce.c: segsize 16384 / 2).
+constexpr double kChainFragmentBytes = 8192;
+// Below this many bytes libnbc reduces with a binomial tree even on few ranks.
+constexpr double kChainMinBytes = 65536;
+
+int CeilLog2(int ranks) {
+  int rounds = 0;
+  while ((1 << rounds) < ranks) ++rounds;
+  return rounds;
+}
+
+// libnbc's binomial reduce to rank 0: in round r a rank whose index is a multiple of 2^r
+// receives its partner's partial sum (index + 2^(r-1)) and adds it; the others send and
+// leave. When rank 0 has the whole sum.
+double BinomialReduce(double bytes, int ranks, const LinkCost& link) {
+  const double step = link.alpha + bytes * (link.beta + link.gamma);
+  const int rounds = CeilLog2(ranks);
+  std::vector<double> done(ranks, 0.0);
+  // A rank's partners have higher indices: they are done before it.
+  for (int rank = ranks - 1; rank >= 0; --rank) {
+    double time = 0;
+    for (int r = 1; r <= rounds && rank % (1 << r) == 0; ++r) {
+      const int partner = rank + (1 << (r - 1));
+      if (partner < ranks) time = std::max(time, done[partner]) + step;
+    }
+    done[rank] = time;
+  }
+  return done[0];
+}
+
+// libnbc's binomial broadcast from rank 0: a rank that has the data sends it to all its
+// children at once (rank + 2^r for every r with rank < 2^r), so they share its link. When
+// the last rank has it.
+double BinomialBroadcast(double bytes, int ranks, const LinkCost& link) {
+  const int rounds = CeilLog2(ranks);
+  std::vector<double> has(ranks, 0.0);
+  double last = 0;
+  // A rank's parent has a lower index: it has the data before it.
+  for (int rank = 0; rank < ranks; ++rank) {
+    std::vector<int> children;
+    for (int r = 0; r < rounds; ++r) {
+      const int child = rank + (1 << r);
+      if (child < ranks && (rank < (1 << r) || rank == 0)) children.push_back(child);
+    }
+    const double end = has[rank] + link.alpha + children.size() * bytes * link.beta;
+    for (int child : children) has[child] = end;
+    last = std::max(last, has[rank]);
+  }
+  return last;
+}
+
+// A chain reduce of `bytes` in fragments: every fragment crosses ranks - 1 links, one
+// fragment per step once the pipeline is full. The fragments are small enough to be sent
+// eagerly, one after the other without waiting for the receiver: a message's latency is paid
+// once per link, when the pipeline fills, not once per fragment.
+double ChainReduce(double bytes, int ranks, const LinkCost& link) {
+  const double fragments = std::ceil(bytes / kChainFragmentBytes);
+  const double fragment = bytes / fragments;
+  return (ranks - 1) * link.alpha + (fragments + ranks - 2) * fragment * (link.beta + link.gamma);
+}
+
+// Open MPI's rooted collectives on one piece, and the busiest link's (or reducing rank's)
+// share of one piece, which sets the pace once several pieces are in flight.
+struct PieceCost {
+  double alone = 0;
+  double pace = 0;
+};
+
+PieceCost OpenMpiRootedPiece(CollectiveKind kind, double bytes, int ranks, const LinkCost& link) {
+  const int rounds = CeilLog2(ranks);
+  if (kind == CollectiveKind::kReduce) {
+    if (ranks <= 4 && bytes >= kChainMinBytes) {
+      return {ChainReduce(bytes, ranks, link), bytes * (link.beta + link.gamma)};
+    }
+    return {BinomialReduce(bytes, ranks, link), rounds * bytes * (link.beta + link.gamma)};
+  }
+  if (ranks <= 4) {
+    // Linear: the root sends to every other rank at once.
+    return {link.alpha + (ranks - 1) * bytes * link.beta, (ranks - 1) * bytes * link.beta};
+  }
+  return {BinomialBroadcast(bytes, ranks, link), rounds * bytes * link.beta};
+}
+
+}  // namespace
+
+double RingAllreduceSeconds(double bytes, int ranks, const LinkCost& link) {
+  if (ranks <= 1) return 0;
+  const double share = bytes / ranks;
+  return 2.0 * (ranks - 1) * (link.alpha + share * link.beta) + (ranks - 1) * share * link.gamma;
+}
+
+double BinomialAllreduceSeconds(double bytes, int ranks, const LinkCost& link) {
+  if (ranks <= 1) return 0;
+  return BinomialReduce(bytes, ranks, link) + BinomialBroadcast(bytes, ranks, link);
+}
+
+double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
+                         const LinkCost& link) {
+  DOPPIO_ENSURE(ranks >= 1) << "ranks must be at least 1, not " << ranks;
+  if (ranks == 1 || bytes <= 0) return 0;
+  if (library == CollectiveLibrary::kNccl) {
+    switch (kind) {
+      case CollectiveKind::kAllreduce:
+        return RingAllreduceSeconds(bytes, ranks, link);
+      case CollectiveKind::kReduce:
+        return (ranks - 1) * link.alpha + bytes * (link.beta + link.gamma);
+      case CollectiveKind::kBroadcast:
+        return (ranks - 1) * link.alpha + bytes * link.beta;
+    }
+  }
+  // MpiCommunicator issues an allreduce whole (in place: libnbc's binomial algorithm).
+  if (kind == CollectiveKind::kAllreduce) return BinomialAllreduceSeconds(bytes, ranks, link);
+  const double pieces = std::ceil(bytes / static_cast<double>(kMpiRootedPieceBytes));
+  const PieceCost piece = OpenMpiRootedPiece(kind, bytes / pieces, ranks, link);
+  return piece.alone + (pieces - 1) * piece.pace;
+}
+
+IterationProfile PlanIteration(const Net<float>& net, double bucket_mb) {
+  IterationProfile profile;
+  profile.forward.assign(net.layers().size(), 0.0);
+  profile.backward.assign(net.layers().size(), 0.0);
+  const std::vector<GradientBucket> buckets = GradientSync<float>::PlanBucketsForMb(net, bucket_mb);
+  const std::vector<int> completing = GradientSync<float>::CompletingLayers(net, buckets);
+  for (int b : GradientSync<float>::PlanLaunchOrder(net, buckets)) {
+    ModelBucket bucket;
+    bucket.gradient_bytes = static_cast<double>(buckets[b].count) * sizeof(float);
+    bucket.wire_bytes = bucket.gradient_bytes;
+    bucket.ready_layer = completing[b];
+    profile.buckets.push_back(bucket);
+  }
+  if (!buckets.empty()) {
+    // As GradientSync's blocking mode: the span from the first bucket to the end of the last.
+    profile.blocking_bytes =
+        static_cast<double>(buckets.back().offset + buckets.back().count - buckets.front().offset) *
+        sizeof(float);
+  }
+  profile.weight_bytes = static_cast<double>(net.arena_count()) * sizeof(float);
+  return profile;
+}
+
+IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode mode, int ranks,
+                                     CollectiveLibrary library, const LinkCost& link) {
+  DOPPIO_ENSURE(ranks >= 1) << "ranks must be at least 1, not " << ranks;
+  DOPPIO_ENSURE(profile.forward.size() == profile.backward.size())
+      << "the profile has " << profile.forward.size() << " forward and " << profile.backward.size()
+      << " backward times";
+  const double forward = std::accumulate(profile.forward.begin(), profile.forward.end(), 0.0);
+  const double backward = std::accumulate(profile.backward.begin(), profile.backward.end(), 0.0);
+  IterationPrediction prediction;
+  prediction.compute = forward + backward + profile.update;
+  prediction.iteration = prediction.compute;
+  if (ranks == 1 || profile.buckets.empty()) return prediction;
+
+  const auto cost = [&](CollectiveKind kind, double bytes) {
+    return CollectiveSeconds(library, kind, bytes, ranks, link);
+  };
+  if (mode == SyncMode::kBlocking) {
+    prediction.comm = cost(CollectiveKind::kAllreduce, profile.blocking_bytes);
+    prediction.iteration = forward + backward + prediction.comm + profile.update;
+  } else {
+    // When backward has finished layer l: forward, then the backward of layers n-1 .. l.
+    const int layers = static_cast<int>(profile.backward.size());
+    std::vector<double> finished(layers + 1, forward);
+    for (int l = layers - 1; l >= 0; --l) finished[l] = finished[l + 1] + profile.backward[l];
+    const CollectiveKind kind =
+        mode == SyncMode::kOverlap ? CollectiveKind::kAllreduce : CollectiveKind::kReduce;
+    double stream_free = 0;
+    for (const ModelBucket& bucket : profile.buckets) {
+      DOPPIO_ENSURE(bucket.ready_layer >= 0 && bucket.ready_layer <= layers)
+          << "a bucket is completed by layer " << bucket.ready_layer << " of " << layers;
+      const double start = std::max(finished[bucket.ready_layer], stream_free);
+      const double seconds = cost(kind, bucket.wire_bytes);
+      stream_free = start + seconds;
+      prediction.comm += seconds;
+    }
+    prediction.iteration = std::max(forward + backward, stream_free) + profile.update;
+    if (mode == SyncMode::kReduceBroadcast) {
+      const double broadcast = cost(CollectiveKind::kBroadcast, profile.weight_bytes);
+      prediction.comm += broadcast;
+      prediction.iteration += broadcast;
+    }
+  }
+  prediction.exposed = prediction.iteration - prediction.compute;
+  return prediction;
+}
+
+}  // namespace doppio

@@ -1,0 +1,187 @@
+// The cost model of `doppio scale` against hand-computed cases: the collectives' alpha-beta
+// costs, the replay of one iteration (one bucket, several overlapping backward, one
+// communication stream, blocking against overlap, one rank) and the bucket plan taken from
+// GradientSync.
+#include <gtest/gtest.h>
+
+#include "doppio/parallel/scaling_model.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+LinkCost Link(double alpha, double beta, double gamma) {
+  LinkCost link;
+  link.alpha = alpha;
+  link.beta = beta;
+  link.gamma = gamma;
+  return link;
+}
+
+TEST(ScalingModel, RingAllreduceMovesTwiceTheShareOfEveryOtherRank) {
+  // 4 ranks, 1 MB: 6 steps of alpha + 250 KB, 3 reductions of 250 KB.
+  const LinkCost link = Link(1e-5, 1e-9, 2e-10);
+  EXPECT_NEAR(RingAllreduceSeconds(1e6, 4, link), 6 * (1e-5 + 2.5e5 * 1e-9) + 3 * 2.5e5 * 2e-10,
+              1e-12);
+  EXPECT_EQ(RingAllreduceSeconds(1e6, 1, link), 0);
+  EXPECT_NEAR(CollectiveSeconds(CollectiveLibrary::kNccl, CollectiveKind::kAllreduce, 1e6, 4, link),
+              RingAllreduceSeconds(1e6, 4, link), 1e-15);
+}
+
+TEST(ScalingModel, BinomialAllreduceAsOpenMpiRunsItInPlace) {
+  const double n = 1e6, a = 1e-5, b = 1e-9, g = 2e-10;
+  const LinkCost link = Link(a, b, g);
+  // 2 ranks: 1 -> 0, sum, 0 -> 1.
+  EXPECT_NEAR(BinomialAllreduceSeconds(n, 2, link), 2 * a + 2 * n * b + n * g, 1e-12);
+  // 3 ranks: 0 sums 1's then 2's buffer; then sends to 1 and 2 at once over its link.
+  EXPECT_NEAR(BinomialAllreduceSeconds(n, 3, link), 3 * a + 4 * n * b + 2 * n * g, 1e-12);
+  // 4 ranks: (1 -> 0 and 3 -> 2), 2 -> 0; then 0 -> 1 and 0 -> 2 at once, 1 -> 3.
+  EXPECT_NEAR(BinomialAllreduceSeconds(n, 4, link), 4 * a + 5 * n * b + 2 * n * g, 1e-12);
+  EXPECT_NEAR(
+      CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, n, 4, link),
+      BinomialAllreduceSeconds(n, 4, link), 1e-15);
+  EXPECT_EQ(CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, n, 1, link),
+            0);
+}
+
+TEST(ScalingModel, OpenMpiRootedCollectivesPipelineTheirPieces) {
+  const double a = 1e-5, b = 1e-9, g = 2e-10;
+  const LinkCost link = Link(a, b, g);
+  // Reduce on 2 ranks, 64 KB: a chain of eight 8 KB fragments, sent one after the other;
+  // on 3 ranks the pipeline takes one more hop and one fragment's step longer to fill.
+  EXPECT_NEAR(
+      CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 65536, 2, link),
+      a + 8 * 8192 * (b + g), 1e-12);
+  EXPECT_NEAR(
+      CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 65536, 3, link),
+      2 * a + 9 * 8192 * (b + g), 1e-12);
+  // Broadcast on 4 ranks, 8 MB: two 4 MB pieces, each sent by the root to 3 ranks at once;
+  // the second follows the first on the root's link.
+  const double piece = 4 << 20;
+  EXPECT_NEAR(CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, 2 * piece,
+                                4, link),
+              a + 6 * piece * b, 1e-12);
+  // Beyond 4 ranks both are binomial trees: 8 ranks, one small piece, 3 levels of reduce.
+  EXPECT_NEAR(
+      CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 1000, 8, link),
+      3 * (a + 1000 * (b + g)), 1e-12);
+}
+
+// Three layers (ids 0, 1, 2): forward 10 ms each; backward runs 2, 1, 0 taking 10, 20 and
+// 30 ms, so it finishes layer 2 at 40 ms, layer 1 at 60 ms and layer 0 at 90 ms; the
+// update takes 5 ms. Compute: 95 ms.
+IterationProfile ThreeLayers(const std::vector<std::pair<double, int>>& buckets_ms) {
+  IterationProfile profile;
+  profile.forward = {0.010, 0.010, 0.010};
+  profile.backward = {0.030, 0.020, 0.010};
+  profile.update = 0.005;
+  // NCCL on 2 ranks with alpha = gamma = 0: a bucket of n bytes takes n * beta; with beta
+  // 1e-9 s a millisecond is 1e6 bytes.
+  for (const auto& bucket : buckets_ms) {
+    ModelBucket b;
+    b.gradient_bytes = b.wire_bytes = bucket.first * 1e6;
+    b.ready_layer = bucket.second;
+    profile.buckets.push_back(b);
+    profile.blocking_bytes += b.gradient_bytes;
+    profile.weight_bytes += b.gradient_bytes;
+  }
+  return profile;
+}
+
+IterationPrediction Predict(const IterationProfile& profile, SyncMode mode, int ranks = 2) {
+  return PredictIteration(profile, mode, ranks, CollectiveLibrary::kNccl, Link(0, 1e-9, 0));
+}
+
+TEST(ScalingModel, OneBucketWaitsForTheWholeBackward) {
+  const IterationPrediction p = Predict(ThreeLayers({{20, 0}}), SyncMode::kOverlap);
+  EXPECT_NEAR(p.compute, 0.095, 1e-12);
+  // Released at 90 ms, done at 110, update to 115.
+  EXPECT_NEAR(p.iteration, 0.115, 1e-12);
+  EXPECT_NEAR(p.exposed, 0.020, 1e-12);
+  EXPECT_NEAR(p.comm, 0.020, 1e-12);
+}
+
+TEST(ScalingModel, BucketsOverlapTheRestOfBackward) {
+  // 40-50, 60-90, 90-95: only the last bucket's 5 ms are exposed.
+  const IterationPrediction p =
+      Predict(ThreeLayers({{10, 2}, {30, 1}, {5, 0}}), SyncMode::kOverlap);
+  EXPECT_NEAR(p.iteration, 0.100, 1e-12);
+  EXPECT_NEAR(p.exposed, 0.005, 1e-12);
+  EXPECT_NEAR(p.comm, 0.045, 1e-12);
+}
+
+TEST(ScalingModel, OneStreamCarriesTheBucketsOneAfterTheOther) {
+  // 40-70; the second, released at 60, waits for the stream: 70-95; the third 95-100.
+  const IterationPrediction p =
+      Predict(ThreeLayers({{30, 2}, {25, 1}, {5, 0}}), SyncMode::kOverlap);
+  EXPECT_NEAR(p.iteration, 0.105, 1e-12);
+  EXPECT_NEAR(p.exposed, 0.010, 1e-12);
+}
+
+TEST(ScalingModel, BlockingExposesAllOfItAndOverlapLess) {
+  const IterationProfile profile = ThreeLayers({{10, 2}, {30, 1}, {5, 0}});
+  // One allreduce of the 45 ms of gradients after backward.
+  const IterationPrediction blocking = Predict(profile, SyncMode::kBlocking);
+  EXPECT_NEAR(blocking.iteration, 0.090 + 0.045 + 0.005, 1e-12);
+  EXPECT_NEAR(blocking.exposed, 0.045, 1e-12);
+  EXPECT_LT(Predict(profile, SyncMode::kOverlap).iteration, blocking.iteration);
+  // reduce_bcast: the reduces overlap as the allreduces do (n * beta on NCCL's chain), then
+  // the weights (45 ms) are broadcast after the update.
+  const IterationPrediction reduce_bcast = Predict(profile, SyncMode::kReduceBroadcast);
+  EXPECT_NEAR(reduce_bcast.iteration, 0.100 + 0.045, 1e-12);
+  // Open MPI's binomial allreduce on 2 ranks moves every bucket twice.
+  const IterationPrediction mpi = PredictIteration(profile, SyncMode::kBlocking, 2,
+                                                   CollectiveLibrary::kOpenMpi, Link(0, 1e-9, 0));
+  EXPECT_NEAR(mpi.exposed, 0.090, 1e-12);
+}
+
+TEST(ScalingModel, OneRankCommunicatesNothing) {
+  const IterationProfile profile = ThreeLayers({{10, 2}, {30, 1}, {5, 0}});
+  for (SyncMode mode : {SyncMode::kOverlap, SyncMode::kReduceBroadcast, SyncMode::kBlocking}) {
+    const IterationPrediction p = Predict(profile, mode, 1);
+    EXPECT_NEAR(p.iteration, 0.095, 1e-12) << SyncModeName(mode);
+    EXPECT_EQ(p.exposed, 0) << SyncModeName(mode);
+    EXPECT_EQ(p.comm, 0) << SyncModeName(mode);
+  }
+  EXPECT_THROW(Predict(profile, SyncMode::kOverlap, 0), Error);
+}
+
+// x (2 x 10) -> ip1 (100) -> ip2 (50) -> Euclidean loss.
+NetParameter TwoLayerNet() {
+  return ParseText<NetParameter>(
+      "name: 'two' state { phase: TRAIN } "
+      "layer { name: 'in' type: 'Input' top: 'x' top: 'y' "
+      "  input_param { shape { dim: 2 dim: 10 } shape { dim: 2 dim: 50 } } } "
+      "layer { name: 'ip1' type: 'InnerProduct' bottom: 'x' top: 'h1' "
+      "  inner_product_param { num_output: 100 } } "
+      "layer { name: 'ip2' type: 'InnerProduct' bottom: 'h1' top: 'h2' "
+      "  inner_product_param { num_output: 50 } } "
+      "layer { name: 'loss' type: 'EuclideanLoss' bottom: 'h2' bottom: 'y' top: 'loss' } ");
+}
+
+TEST(ScalingModel, PlanTakesGradientSyncsBucketsInLaunchOrder) {
+  Net<float> net(TwoLayerNet());
+  const double arena = 4.0 * (10 * 100 + 100 + 100 * 50 + 50);
+  // 1 byte per bucket: every parameter is a bucket of its own, ip2's released first.
+  const IterationProfile each = PlanIteration(net, 1e-6);
+  ASSERT_EQ(each.buckets.size(), 4u);
+  EXPECT_EQ(each.buckets.front().ready_layer, 2);
+  EXPECT_EQ(each.buckets.back().ready_layer, 1);
+  double sum = 0;
+  for (const ModelBucket& bucket : each.buckets) {
+    sum += bucket.gradient_bytes;
+    EXPECT_EQ(bucket.wire_bytes, bucket.gradient_bytes);
+  }
+  EXPECT_EQ(sum, arena);
+  EXPECT_EQ(each.blocking_bytes, arena);
+  EXPECT_EQ(each.weight_bytes, arena);
+  EXPECT_EQ(each.forward.size(), net.layers().size());
+  // 25 MB: one bucket, complete when ip1's backward is done.
+  const IterationProfile one = PlanIteration(net, 25);
+  ASSERT_EQ(one.buckets.size(), 1u);
+  EXPECT_EQ(one.buckets[0].ready_layer, 1);
+  EXPECT_EQ(one.buckets[0].gradient_bytes, arena);
+}
+
+}  // namespace
+}  // namespace doppio

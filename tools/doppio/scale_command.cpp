@@ -1,0 +1,490 @@
+// `doppio scale`: predicts a net's data-parallel scaling (time per iteration, exposed
+// communication, efficiency) on N ranks over a given link, from per-layer compute times and
+// GradientSync's real bucket plan (src/parallel/scaling_model.hpp). With --calibrate, under
+// an MPI launcher, it measures the link between the ranks instead.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <sstream>
+
+#include "command.hpp"
+#include "common_flags.hpp"
+#include "doppio/core/net.hpp"
+#include "doppio/device/gpu_context.hpp"
+#include "doppio/parallel/link_calibration.hpp"
+#include "doppio/parallel/mpi_communicator.hpp"
+#include "doppio/parallel/rank_logging.hpp"
+#include "doppio/parallel/scaling_model.hpp"
+#include "doppio/util/io.hpp"
+#include "doppio/util/math_functions.hpp"
+#include "doppio/util/thread_pool.hpp"
+#include "json_value.hpp"
+#include "layer_profile.hpp"
+#include "synthetic_inputs.hpp"
+
+DECLARE_int32(threads);
+DECLARE_int32(batch);
+DECLARE_string(json);
+DECLARE_string(input_shape);
+DECLARE_string(sync);
+DECLARE_double(bucket_mb);
+
+DEFINE_string(ranks, "1,2,4,8,16,32,64", "scale: the rank counts to predict, comma-separated.");
+DEFINE_string(link, "",
+              "scale: link rates between the ranks, comma-separated, as scripts/cluster.sh "
+              "takes them: 1gbit, 10gbit, 100gbit, 250mbit (one table and curve each).");
+DEFINE_double(bandwidth_gbps, 0, "scale: the link's rate in Gbit/s, instead of --link.");
+DEFINE_double(latency_us, 50, "scale: the time of one message between two ranks (alpha), us.");
+DEFINE_double(reduce_gbs, 0,
+              "scale: how fast a rank sums a received buffer into its own, GB/s (gamma); 0: "
+              "summing costs nothing next to the wire.");
+DEFINE_string(collectives, "mpi",
+              "scale: whose collectives the ranks run: mpi (Open MPI, as MpiCommunicator "
+              "issues them) or nccl (NcclCommunicator: ring allreduce).");
+DEFINE_string(time_json, "",
+              "scale: per-layer times measured elsewhere (`doppio time --json=FILE`) instead "
+              "of measuring them here.");
+DEFINE_double(tflops, 0,
+              "scale: estimate per-layer times from the net's arithmetic at this many TFLOPS "
+              "instead of measuring them.");
+DEFINE_double(compute_ms, 0,
+              "scale: scale the per-layer times so that forward + backward + update take this "
+              "long (e.g. a measured time per iteration with no communication).");
+DEFINE_string(plot, "",
+              "scale: draw efficiency and images/s against ranks, one curve per link, into "
+              "this PNG (tools/plot_scaling, matplotlib).");
+DEFINE_bool(calibrate, false,
+            "scale: under mpirun, measure alpha, beta and gamma between the ranks (ping-pong "
+            "and allreduce sweeps) and print them as flags for later runs.");
+DEFINE_double(calibrate_max_mb, 16, "scale: the largest message of the calibration sweeps, MB.");
+DEFINE_int32(calibrate_repeats, 5, "scale: runs per calibration point (the median counts).");
+
+namespace doppio {
+namespace {
+
+// The bucket sizes tried when looking for the best, besides --bucket_mb.
+const double kCandidateBucketsMb[] = {0.25, 1, 4, 16, 25, 64};
+
+struct NamedLink {
+  std::string name;
+  LinkCost cost;
+  double gbps = 0;
+};
+
+// A rate as scripts/cluster.sh takes it ("10gbit", "250mbit") in bits per second.
+double RateBits(const std::string& text) {
+  std::string rate = text;
+  std::transform(rate.begin(), rate.end(), rate.begin(), ::tolower);
+  DOPPIO_ENSURE(rate != "unlimited" && rate != "none")
+      << "--link=" << text
+      << ": an unlimited link has no rate to model; measure it (mpirun doppio scale "
+         "--calibrate) and pass --bandwidth_gbps and --latency_us";
+  const std::pair<const char*, double> units[] = {
+      {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}};
+  for (const auto& unit : units) {
+    const std::string suffix = unit.first;
+    if (rate.size() <= suffix.size() ||
+        rate.compare(rate.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string number = rate.substr(0, rate.size() - suffix.size());
+    char* end = nullptr;
+    const double value = std::strtod(number.c_str(), &end);
+    if (end != number.c_str() && *end == '\0' && value > 0) return value * unit.second;
+    break;
+  }
+  DOPPIO_FAIL() << "--link: unknown link rate '" << text
+                << "': give a number with gbit, mbit or kbit (1gbit, 10gbit, 100gbit)";
+  return 0;
+}
+
+LinkCost CostAt(double bits_per_second) {
+  LinkCost cost;
+  cost.alpha = FLAGS_latency_us * 1e-6;
+  cost.beta = 8.0 / bits_per_second;
+  cost.gamma = FLAGS_reduce_gbs > 0 ? 1.0 / (FLAGS_reduce_gbs * 1e9) : 0.0;
+  return cost;
+}
+
+std::vector<NamedLink> LinksFromFlags() {
+  DOPPIO_ENSURE(FLAGS_latency_us >= 0) << "--latency_us must not be negative";
+  DOPPIO_ENSURE(FLAGS_reduce_gbs >= 0) << "--reduce_gbs must not be negative";
+  DOPPIO_ENSURE(FLAGS_link.empty() || FLAGS_bandwidth_gbps == 0)
+      << "give --link or --bandwidth_gbps, not both";
+  std::vector<NamedLink> links;
+  if (FLAGS_bandwidth_gbps != 0) {
+    DOPPIO_ENSURE(FLAGS_bandwidth_gbps > 0) << "--bandwidth_gbps must be positive";
+    std::ostringstream name;
+    name << FLAGS_bandwidth_gbps << " Gbit/s";
+    links.push_back({name.str(), CostAt(FLAGS_bandwidth_gbps * 1e9), FLAGS_bandwidth_gbps});
+    return links;
+  }
+  for (const std::string& rate : SplitCommaList(FLAGS_link)) {
+    const double bits = RateBits(rate);
+    links.push_back({rate, CostAt(bits), bits / 1e9});
+  }
+  DOPPIO_ENSURE(!links.empty())
+      << "doppio scale needs --link=RATE (1gbit, 10gbit, 100gbit: comma-separated for several) "
+         "or --bandwidth_gbps=G";
+  return links;
+}
+
+std::vector<int> RanksFromFlag() {
+  std::vector<int> ranks;
+  for (const std::string& part : SplitCommaList(FLAGS_ranks)) {
+    char* end = nullptr;
+    const long value = std::strtol(part.c_str(), &end, 10);
+    DOPPIO_ENSURE(end != part.c_str() && *end == '\0')
+        << "--ranks: '" << part << "' is not a whole number";
+    DOPPIO_ENSURE(value >= 1 && value <= (1 << 20))
+        << "--ranks: " << value << " ranks; every rank count must be at least 1";
+    ranks.push_back(static_cast<int>(value));
+  }
+  DOPPIO_ENSURE(!ranks.empty()) << "--ranks is empty: give rank counts, e.g. --ranks=1,2,4,8";
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+std::vector<int> ImageShape() {
+  std::vector<int> shape;
+  for (const auto& part : SplitCommaList(FLAGS_input_shape)) shape.push_back(std::stoi(part));
+  DOPPIO_ENSURE(shape.empty() || shape.size() == 3)
+      << "--input_shape needs C,H,W, got '" << FLAGS_input_shape << "'";
+  return shape;
+}
+
+// The per-layer times: from --time_json, from --tflops, or measured here as `doppio time`
+// measures them. Checked against the net's layers.
+LayerProfile ComputeProfile(Net<float>* net, const std::shared_ptr<GpuContext>& gpu) {
+  DOPPIO_ENSURE(FLAGS_time_json.empty() || FLAGS_tflops == 0)
+      << "give --time_json or --tflops, not both";
+  LayerProfile profile;
+  if (!FLAGS_time_json.empty()) {
+    std::ifstream in(FLAGS_time_json);
+    DOPPIO_ENSURE(in.good()) << "--time_json: cannot read " << FLAGS_time_json;
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    profile = LayerProfileFromJson(text, FLAGS_time_json);
+    DOPPIO_ENSURE(profile.layers.size() == net->layers().size())
+        << FLAGS_time_json << " times " << profile.layers.size() << " layers; the net has "
+        << net->layers().size() << " (was it measured on another model or phase?)";
+    for (std::size_t i = 0; i < profile.layers.size(); ++i) {
+      const std::string label = net->layer_label(static_cast<int>(i));
+      DOPPIO_ENSURE(profile.layers[i].name == label)
+          << FLAGS_time_json << ": layer " << i << " is '" << profile.layers[i].name
+          << "', the net's is '" << label << "'";
+    }
+    const LayerProfile shape_only = EstimateLayerProfile(*net, 1);
+    DOPPIO_ENSURE(profile.batch == shape_only.batch)
+        << FLAGS_time_json << " was measured at batch " << profile.batch << ", the net has "
+        << shape_only.batch << " (--batch)";
+    profile.device = "from " + FLAGS_time_json + " (" + profile.device + ")";
+  } else if (FLAGS_tflops != 0) {
+    profile = EstimateLayerProfile(*net, FLAGS_tflops);
+  } else {
+    DOPPIO_ENSURE(FLAGS_iterations > 0) << "--iterations must be positive";
+    const auto finish = [&gpu] {
+#ifdef DOPPIO_WITH_CUDA
+      if (gpu) gpu->Synchronize();
+#endif
+    };
+    profile = MeasureLayerProfile(net, FLAGS_iterations, finish);
+    profile.device =
+        "measured here: " +
+        (gpu ? gpu->Describe() : "CPU, " + std::to_string(FLAGS_threads) + " threads") + ", " +
+        std::to_string(FLAGS_iterations) + " iterations";
+  }
+  if (FLAGS_compute_ms != 0) {
+    DOPPIO_ENSURE(FLAGS_compute_ms > 0) << "--compute_ms must be positive";
+    double total = profile.update_ms;
+    for (const auto& layer : profile.layers) total += layer.forward_ms + layer.backward_ms;
+    DOPPIO_ENSURE(total > 0) << "--compute_ms: the per-layer times are all zero";
+    const double factor = FLAGS_compute_ms / total;
+    for (auto& layer : profile.layers) {
+      layer.forward_ms *= factor;
+      layer.backward_ms *= factor;
+    }
+    profile.update_ms *= factor;
+    std::ostringstream text;
+    text << profile.device << "; scaled by " << factor << " to --compute_ms=" << FLAGS_compute_ms;
+    profile.device = text.str();
+  }
+  return profile;
+}
+
+IterationProfile WithTimes(IterationProfile plan, const LayerProfile& profile) {
+  for (std::size_t i = 0; i < profile.layers.size(); ++i) {
+    plan.forward[i] = profile.layers[i].forward_ms / 1e3;
+    plan.backward[i] = profile.layers[i].backward_ms / 1e3;
+  }
+  plan.update = profile.update_ms / 1e3;
+  return plan;
+}
+
+struct Row {
+  std::string link;
+  double gbps = 0;
+  int ranks = 0;
+  SyncMode sync = SyncMode::kOverlap;
+  double bucket_mb = 0;
+  IterationPrediction prediction;
+  double images_per_second = 0;
+  double efficiency = 0;
+};
+
+std::string Megabytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f MB", bytes / (1 << 20));
+  return text;
+}
+
+std::string RowJson(const Row& row, const LinkCost& link) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "{\"link\": " << JsonQuote(row.link) << ", \"bandwidth_gbps\": " << row.gbps
+      << ", \"latency_us\": " << link.alpha * 1e6 << ", \"ranks\": " << row.ranks
+      << ", \"sync\": " << JsonQuote(SyncModeName(row.sync)) << ", \"bucket_mb\": " << row.bucket_mb
+      << ", \"ms_per_iter\": " << row.prediction.iteration * 1e3
+      << ", \"compute_ms\": " << row.prediction.compute * 1e3
+      << ", \"exposed_ms\": " << row.prediction.exposed * 1e3
+      << ", \"comm_ms\": " << row.prediction.comm * 1e3
+      << ", \"images_per_s\": " << row.images_per_second << ", \"efficiency\": " << row.efficiency
+      << "}";
+  return out.str();
+}
+
+// tools/plot_scaling, beside this executable (the build copies it there) or in the source
+// tree the executable was built from.
+std::string PlotScript() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::vector<std::filesystem::path> candidates = {
+      self.parent_path() / "plot_scaling",
+      self.parent_path().parent_path() / "tools" / "plot_scaling"};
+  for (const auto& path : candidates) {
+    if (!error && std::filesystem::exists(path)) return path.string();
+  }
+  DOPPIO_FAIL() << "--plot: tools/plot_scaling is not beside " << self.string()
+                << " (it is copied there by the build)";
+  return "";
+}
+
+int Calibrate() {
+  DOPPIO_ENSURE(MpiCommunicator::LaunchedByMpi())
+      << "--calibrate measures the links between MPI ranks: run it as mpirun -np 2 doppio "
+         "scale --calibrate (or on the hosts you want to measure)";
+  MpiCommunicator comm;
+  SetUpRankLogging(comm.rank(), comm.size());
+  const LinkCalibration result =
+      CalibrateLink(&comm, FLAGS_calibrate_max_mb * (1 << 20), FLAGS_calibrate_repeats);
+  if (comm.rank() != 0) {
+    comm.Barrier("calibration: done");
+    return 0;
+  }
+  const LinkCost& link = result.link;
+  LOG(INFO) << "Calibrated " << comm.description();
+  std::printf("ping-pong between ranks 0 and 1 (one way):\n%14s %14s %14s\n", "bytes",
+              "measured us", "model us");
+  for (const auto& point : result.ping_pong) {
+    std::printf("%14.0f %14.1f %14.1f\n", point.bytes, point.seconds * 1e6, point.predicted * 1e6);
+  }
+  std::printf(
+      "allreduce over %d ranks (in place, as Open MPI runs GradientSync's):\n"
+      "%14s %14s %14s\n",
+      result.ranks, "bytes", "measured us", "model us");
+  for (const auto& point : result.allreduce) {
+    std::printf("%14.0f %14.1f %14.1f\n", point.bytes, point.seconds * 1e6, point.predicted * 1e6);
+  }
+  const double gbps = link.beta > 0 ? 8.0 / link.beta / 1e9 : 0;
+  const double reduce_gbs = link.gamma > 0 ? 1.0 / link.gamma / 1e9 : 0;
+  std::printf(
+      "alpha %.1f us, beta %.4f ns/byte (%.3f Gbit/s), gamma %.4f ns/byte (%.3f GB/s "
+      "summed)\n",
+      link.alpha * 1e6, link.beta * 1e9, gbps, link.gamma * 1e9, reduce_gbs);
+  std::printf(
+      "for later runs: doppio scale --latency_us=%.1f --bandwidth_gbps=%.4g "
+      "--reduce_gbs=%.4g\n",
+      link.alpha * 1e6, gbps, reduce_gbs);
+  if (!FLAGS_json.empty()) {
+    std::ostringstream out;
+    out.precision(9);
+    out << "{\"ranks\": " << result.ranks << ", \"latency_us\": " << link.alpha * 1e6
+        << ", \"bandwidth_gbps\": " << gbps << ", \"reduce_gbs\": " << reduce_gbs
+        << ", \"ping_pong\": [";
+    for (std::size_t i = 0; i < result.ping_pong.size(); ++i) {
+      out << (i ? ", " : "") << "[" << result.ping_pong[i].bytes << ", "
+          << result.ping_pong[i].seconds << "]";
+    }
+    out << "], \"allreduce\": [";
+    for (std::size_t i = 0; i < result.allreduce.size(); ++i) {
+      out << (i ? ", " : "") << "[" << result.allreduce[i].bytes << ", "
+          << result.allreduce[i].seconds << "]";
+    }
+    out << "]}\n";
+    WriteFileAtomically(out.str(), FLAGS_json);
+  }
+  comm.Barrier("calibration: done");
+  return 0;
+}
+
+int ScaleCommand() {
+  if (FLAGS_calibrate) return Calibrate();
+  DOPPIO_ENSURE(!FLAGS_model.empty()) << "doppio scale needs --model=FILE";
+  DOPPIO_ENSURE(FLAGS_threads > 0) << "--threads must be positive";
+  const std::vector<int> ranks = RanksFromFlag();
+  const std::vector<NamedLink> links = LinksFromFlags();
+  const SyncMode sync = ParseSyncMode(FLAGS_sync);
+  const CollectiveLibrary library = ParseCollectiveLibrary(FLAGS_collectives);
+  DOPPIO_ENSURE(FLAGS_bucket_mb > 0) << "--bucket_mb must be positive, not " << FLAGS_bucket_mb;
+
+  ThreadPool pool(FLAGS_threads);
+  ThreadPool::Scope use_pool(&pool);
+  SetBlasThreads(1);
+  NetParameter param = ReadNetParamsFromTextFile(FLAGS_model);
+  param.mutable_state()->set_phase(TRAIN);
+  param.mutable_state()->set_level(FLAGS_level);
+  for (const auto& stage : StagesFromFlag()) param.mutable_state()->add_stage(stage);
+  param = WithSyntheticInputs(param, FLAGS_batch, ImageShape());
+  std::shared_ptr<GpuContext> gpu = GpuFromFlags();
+  Net<float> net(param, 1701, gpu);
+  const LayerProfile profile = ComputeProfile(&net, gpu);
+  DOPPIO_ENSURE(profile.batch > 0) << "the net's first layer makes no batch of inputs";
+
+  const IterationProfile plan = WithTimes(PlanIteration(net, FLAGS_bucket_mb), profile);
+  const IterationPrediction alone = PredictIteration(plan, sync, 1, library, links[0].cost);
+  double gradient_bytes = 0;
+  for (const auto& bucket : plan.buckets) gradient_bytes += bucket.gradient_bytes;
+  std::printf(
+      "doppio scale: %s, batch %d per rank (weak scaling: the global batch grows with "
+      "the ranks)\n",
+      FLAGS_model.c_str(), profile.batch);
+  std::printf("compute per iteration: %.2f ms (forward %.2f, backward %.2f, update %.2f); %s\n",
+              alone.compute * 1e3,
+              std::accumulate(plan.forward.begin(), plan.forward.end(), 0.0) * 1e3,
+              std::accumulate(plan.backward.begin(), plan.backward.end(), 0.0) * 1e3,
+              plan.update * 1e3, profile.device.c_str());
+  std::printf("gradients: %s in %zu buckets (--bucket_mb=%g), --sync=%s, --collectives=%s\n",
+              Megabytes(gradient_bytes).c_str(), plan.buckets.size(), FLAGS_bucket_mb,
+              SyncModeName(sync), CollectiveLibraryName(library));
+
+  std::vector<Row> rows;
+  std::vector<std::string> json_rows;
+  // Every sync mode and bucket size tried at the largest rank count.
+  std::vector<std::string> json_plans;
+  std::printf("\n%-12s %6s %10s %11s %11s %10s %12s %10s\n", "link", "ranks", "ms/iter",
+              "compute ms", "exposed ms", "comm ms", "img/s", "efficiency");
+  for (const NamedLink& link : links) {
+    for (int n : ranks) {
+      Row row;
+      row.link = link.name;
+      row.gbps = link.gbps;
+      row.ranks = n;
+      row.sync = sync;
+      row.bucket_mb = FLAGS_bucket_mb;
+      row.prediction = PredictIteration(plan, sync, n, library, link.cost);
+      row.images_per_second = n * profile.batch / row.prediction.iteration;
+      row.efficiency = alone.iteration / row.prediction.iteration;
+      std::printf("%-12s %6d %10.2f %11.2f %11.2f %10.2f %12.1f %9.1f%%\n", row.link.c_str(), n,
+                  row.prediction.iteration * 1e3, row.prediction.compute * 1e3,
+                  row.prediction.exposed * 1e3, row.prediction.comm * 1e3, row.images_per_second,
+                  100 * row.efficiency);
+      rows.push_back(row);
+      json_rows.push_back(RowJson(row, link.cost));
+    }
+  }
+  std::printf("\n");
+  for (const NamedLink& link : links) {
+    int largest = 0;
+    for (const Row& row : rows) {
+      if (row.link == link.name && row.efficiency >= 0.9) largest = std::max(largest, row.ranks);
+    }
+    if (largest > 0) {
+      std::printf("%s: the largest rank count at >= 90%% efficiency is %d (of %s)\n",
+                  link.name.c_str(), largest, FLAGS_ranks.c_str());
+    } else {
+      std::printf("%s: no rank count reaches 90%% efficiency\n", link.name.c_str());
+    }
+    // The best plan at the largest rank count: every sync mode and bucket size.
+    const int most = ranks.back();
+    std::vector<double> buckets(std::begin(kCandidateBucketsMb), std::end(kCandidateBucketsMb));
+    buckets.push_back(FLAGS_bucket_mb);
+    std::sort(buckets.begin(), buckets.end());
+    buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+    double best = 0;
+    SyncMode best_sync = sync;
+    double best_bucket = FLAGS_bucket_mb;
+    for (SyncMode mode : {SyncMode::kOverlap, SyncMode::kReduceBroadcast, SyncMode::kBlocking}) {
+      for (double mb : buckets) {
+        // Blocking sends one allreduce: the bucket size does not matter.
+        if (mode == SyncMode::kBlocking && mb != FLAGS_bucket_mb) continue;
+        const IterationProfile candidate = WithTimes(PlanIteration(net, mb), profile);
+        Row row;
+        row.link = link.name;
+        row.gbps = link.gbps;
+        row.ranks = most;
+        row.sync = mode;
+        row.bucket_mb = mb;
+        row.prediction = PredictIteration(candidate, mode, most, library, link.cost);
+        row.images_per_second = most * profile.batch / row.prediction.iteration;
+        row.efficiency = alone.iteration / row.prediction.iteration;
+        json_plans.push_back(RowJson(row, link.cost));
+        const double time = row.prediction.iteration;
+        if (best == 0 || time < best * (1 - 1e-9)) {
+          best = time;
+          best_sync = mode;
+          best_bucket = mb;
+        }
+      }
+    }
+    const double given = PredictIteration(plan, sync, most, library, link.cost).iteration;
+    std::printf(
+        "%s, %d ranks: best --sync=%s --bucket_mb=%g (%.2f ms/iter; --sync=%s "
+        "--bucket_mb=%g: %.2f)\n",
+        link.name.c_str(), most, SyncModeName(best_sync), best_bucket, best * 1e3,
+        SyncModeName(sync), FLAGS_bucket_mb, given * 1e3);
+  }
+
+  if (!FLAGS_json.empty() || !FLAGS_plot.empty()) {
+    std::ostringstream out;
+    out << "{\"model\": " << JsonQuote(FLAGS_model) << ", \"batch\": " << profile.batch
+        << ", \"compute\": " << JsonQuote(profile.device)
+        << ", \"collectives\": " << JsonQuote(CollectiveLibraryName(library)) << ", \"rows\": [\n";
+    for (std::size_t i = 0; i < json_rows.size(); ++i) {
+      out << "  " << json_rows[i] << (i + 1 < json_rows.size() ? "," : "") << "\n";
+    }
+    out << "], \"plans\": [\n";
+    for (std::size_t i = 0; i < json_plans.size(); ++i) {
+      out << "  " << json_plans[i] << (i + 1 < json_plans.size() ? "," : "") << "\n";
+    }
+    out << "]}\n";
+    const std::string json_path = FLAGS_json.empty() ? FLAGS_plot + ".json" : FLAGS_json;
+    WriteFileAtomically(out.str(), json_path);
+    if (!FLAGS_plot.empty()) {
+      DOPPIO_ENSURE(FLAGS_plot.find('\'') == std::string::npos &&
+                    json_path.find('\'') == std::string::npos)
+          << "--plot: a file name with a quote (') in it is not supported: " << FLAGS_plot;
+      const std::string command =
+          "python3 '" + PlotScript() + "' '" + json_path + "' -o '" + FLAGS_plot + "'";
+      const int status = std::system(command.c_str());
+      if (FLAGS_json.empty()) std::filesystem::remove(json_path);
+      DOPPIO_ENSURE(status == 0) << "--plot: `" << command << "` failed (status " << status << ")";
+      LOG(INFO) << "Wrote " << FLAGS_plot;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace doppio
+
+DOPPIO_REGISTER_COMMAND(scale,
+                        "predict data-parallel scaling on N ranks over a link (--calibrate: "
+                        "measure the link under mpirun)",
+                        doppio::ScaleCommand);
