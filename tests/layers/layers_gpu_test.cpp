@@ -156,6 +156,9 @@ std::vector<LayerCase> AllCases() {
           .InPlace());
   add(Case("PowerConstant", "type: 'Power' power_param { power: 3 scale: 0 shift: 2 }",
            {Gaussian(s)}));
+  add(Case("Clip", "type: 'Clip' clip_param { min: -0.5 max: 0.7 }", {Distinct(s, 0.05)}));
+  add(Case("ClipInPlace", "type: 'Clip' clip_param { min: -0.5 max: 0.7 }", {Distinct(s, 0.05)})
+          .InPlace());
   add(Case("Threshold", "type: 'Threshold' threshold_param { threshold: 0.1 }", {Gaussian(s)})
           .NoBackward());
   add(Case("PReLU", "type: 'PReLU' prelu_param { filler { type: 'uniform' min: 0.1 max: 0.5 } }",
