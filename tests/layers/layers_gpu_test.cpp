@@ -159,6 +159,8 @@ std::vector<LayerCase> AllCases() {
   add(Case("Clip", "type: 'Clip' clip_param { min: -0.5 max: 0.7 }", {Distinct(s, 0.05)}));
   add(Case("ClipInPlace", "type: 'Clip' clip_param { min: -0.5 max: 0.7 }", {Distinct(s, 0.05)})
           .InPlace());
+  add(Case("Swish", "type: 'Swish' swish_param { beta: 1.5 }", {Gaussian(s)}));
+  add(Case("SwishInPlace", "type: 'Swish'", {Gaussian(s)}).InPlace());
   add(Case("Threshold", "type: 'Threshold' threshold_param { threshold: 0.1 }", {Gaussian(s)})
           .NoBackward());
   add(Case("PReLU", "type: 'PReLU' prelu_param { filler { type: 'uniform' min: 0.1 max: 0.5 } }",
