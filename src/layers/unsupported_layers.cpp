@@ -29,7 +29,5 @@ REGISTER_UNSUPPORTED_LAYER(RNN, LayerTraits().Unsupported("recurrent layers are 
 REGISTER_UNSUPPORTED_LAYER(LSTM, LayerTraits().Unsupported("recurrent layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(SPP, LayerTraits().Unsupported("SPP layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(MVN, LayerTraits().Unsupported("MVN layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(Parameter,
-                           LayerTraits().Unsupported("Parameter layers are not supported"));
 
 }  // namespace doppio

@@ -426,6 +426,8 @@ std::vector<LayerCase> AllCases() {
            {})
           .Tops(2)
           .NoBackward());
+  add(Case("Parameter", "type: 'Parameter' parameter_param { shape { dim: 2 dim: 3 } }", {})
+          .Checks(Check::kParamsOnly));
   add(Case("Input", "type: 'Input' input_param { shape { dim: 2 dim: 3 } }", {}).NoBackward());
   return cases;
 }
