@@ -397,6 +397,9 @@ std::vector<LayerCase> AllCases() {
   add(Case("EltwiseMaxInPlace", "type: 'Eltwise' eltwise_param { operation: MAX }",
            {Distinct(s), Distinct(s, 0.033), Distinct(s, 0.066)})
           .InPlace());
+  add(Case("BatchReindex", "type: 'BatchReindex'",
+           {Gaussian({4, 3, 2}), NoGradient(Labels({6}, 4))})
+          .Checks(Check::kBottom0));
   add(Case("Tile", "type: 'Tile' tile_param { axis: 1 tiles: 3 }", {Gaussian({2, 3, 2})}));
   add(Case("Crop", "type: 'Crop' crop_param { axis: 2 offset: 1 offset: 2 }",
            {Gaussian({2, 3, 6, 6}), NoGradient(Gaussian({2, 3, 4, 3}))})
