@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/batch_reindex_layer.hpp"
 
@@ -31,15 +29,6 @@ __global__ void BatchReindexBackward(long long n, int inner, const int* first, c
   }
 }
 
-// Uploads `values` into `*memory` (grown as needed) and returns its device copy.
-const int* Upload(GpuContext& gpu, const std::vector<int>& values,
-                  std::shared_ptr<SyncedMemory>* memory) {
-  const std::size_t bytes = std::max<std::size_t>(1, values.size()) * sizeof(int);
-  if (!*memory || (*memory)->size() < bytes) *memory = std::make_shared<SyncedMemory>(bytes);
-  int* host = static_cast<int*>((*memory)->mutable_cpu_data());
-  std::copy(values.begin(), values.end(), host);
-  return static_cast<const int*>((*memory)->gpu_data(gpu));
-}
 }  // namespace
 
 template <typename Dtype>
@@ -48,7 +37,7 @@ void BatchReindexLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec&
   GpuContext& gpu = this->gpu();
   const int inner = bottom[0]->count(1);
   const long long n = top[0]->count();
-  const int* device_index = Upload(gpu, index, &picks_);
+  const int* device_index = UploadIndices(gpu, index, &picks_);
   LaunchKernel("BatchReindexForward", gpu, n, BatchReindexForward<Dtype>, n, inner, device_index,
                bottom[0]->gpu_data(gpu), top[0]->mutable_gpu_data(gpu));
 }
@@ -70,8 +59,8 @@ void BatchReindexLayer<Dtype>::Backward_gpu(const BlobVec& top,
   std::vector<int> next(first.begin(), first.end() - 1);
   for (std::size_t i = 0; i < index.size(); ++i) picks[next[index[i]]++] = static_cast<int>(i);
   GpuContext& gpu = this->gpu();
-  const int* device_first = Upload(gpu, first, &first_);
-  const int* device_picks = Upload(gpu, picks, &picks_);
+  const int* device_first = UploadIndices(gpu, first, &first_);
+  const int* device_picks = UploadIndices(gpu, picks, &picks_);
   const long long n = bottom[0]->count();
   LaunchKernel("BatchReindexBackward", gpu, n, BatchReindexBackward<Dtype>, n, bottom[0]->count(1),
                device_first, device_picks, top[0]->gpu_diff(gpu), bottom[0]->mutable_gpu_diff(gpu));

@@ -400,6 +400,10 @@ std::vector<LayerCase> AllCases() {
   add(Case("BatchReindex", "type: 'BatchReindex'",
            {Gaussian({4, 3, 2}), NoGradient(Labels({6}, 4))})
           .Checks(Check::kBottom0));
+  add(Case("Filter", "type: 'Filter'",
+           {Gaussian({6, 3}), Gaussian({6, 2, 2}), NoGradient(Labels({6}, 2))})
+          .Tops(2)
+          .Checks(Check::kBottoms01));
   add(Case("Tile", "type: 'Tile' tile_param { axis: 1 tiles: 3 }", {Gaussian({2, 3, 2})}));
   add(Case("Crop", "type: 'Crop' crop_param { axis: 2 offset: 1 offset: 2 }",
            {Gaussian({2, 3, 6, 6}), NoGradient(Gaussian({2, 3, 4, 3}))})
