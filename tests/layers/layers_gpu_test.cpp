@@ -354,6 +354,10 @@ std::vector<LayerCase> AllCases() {
            {Gaussian({4, 5}), Labels({4}, 5), NoGradient(Uniform({5, 5}, 0.1, 1))})
           .Loss()
           .Checks(Check::kBottom0));
+  add(Case("MultinomialLogisticLoss", "type: 'MultinomialLogisticLoss' loss_weight: 2",
+           {Uniform({4, 5}, 0.2, 1), Labels({4}, 5)})
+          .Loss()
+          .Checks(Check::kBottom0));
   add(Case("Accuracy", "type: 'Accuracy' accuracy_param { top_k: 2 }",
            {Distinct({6, 5}), Labels({6}, 5)})
           .Tops(2)
