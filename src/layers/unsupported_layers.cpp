@@ -28,6 +28,5 @@ REGISTER_UNSUPPORTED_LAYER(Recurrent,
 REGISTER_UNSUPPORTED_LAYER(RNN, LayerTraits().Unsupported("recurrent layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(LSTM, LayerTraits().Unsupported("recurrent layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(SPP, LayerTraits().Unsupported("SPP layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(MVN, LayerTraits().Unsupported("MVN layers are not supported"));
 
 }  // namespace doppio

@@ -68,7 +68,7 @@ TEST(LayerRegistryTest, AnUnknownTypeIsAnErrorNamingLayerAndType) {
 TEST(LayerRegistryTest, UnsupportedTypesAreRefusedWithTheirReason) {
   const std::vector<std::string> known = LayerRegistry<double>::Types();
   for (const std::string type : {"HDF5Data", "WindowData", "MemoryData", "HDF5Output", "Python",
-                                 "Recurrent", "RNN", "LSTM", "SPP", "MVN"}) {
+                                 "Recurrent", "RNN", "LSTM", "SPP"}) {
     SCOPED_TRACE(type);
     const std::string why = LayerTypeTraits(type).unsupported;
     EXPECT_NE(why.find("not supported"), std::string::npos) << why;

@@ -293,6 +293,12 @@ std::vector<LayerCase> AllCases() {
   add(Case("BatchNormGlobalStats", "type: 'BatchNorm' phase: TEST", {Gaussian({3, 4, 2, 3})})
           .RandomParams()
           .Checks(Check::kNone));
+  add(Case("MVN", "type: 'MVN'", {Gaussian({2, 3, 4, 5})}));
+  add(Case("MVNAcrossChannelsInPlace", "type: 'MVN' mvn_param { across_channels: true }",
+           {Gaussian({2, 3, 4, 5})})
+          .InPlace());
+  add(Case("MVNMeanOnly", "type: 'MVN' mvn_param { normalize_variance: false }",
+           {Gaussian({2, 3, 4, 5})}));
   add(Case("Scale",
            "type: 'Scale' scale_param { bias_term: true filler { type: 'uniform' min: 0.5 max: 2 } "
            "bias_filler { type: 'gaussian' } }",
