@@ -217,6 +217,10 @@ std::vector<LayerCase> AllCases() {
            {Gaussian({2, 3, 4, 4}), Gaussian({2, 3, 4, 4})})
           .Tops(2)
           .Engine("CAFFE"));
+  add(Case("Im2col",
+           "type: 'Im2col' convolution_param { kernel_h: 3 kernel_w: 2 stride: 2 pad: 1 "
+           "dilation: 2 }",
+           {Gaussian({2, 3, 7, 6})}));
   add(Case("Deconvolution",
            "type: 'Deconvolution' convolution_param { num_output: 3 kernel_size: 3 stride: 2 "
            "pad: 1 " +
