@@ -27,6 +27,5 @@ REGISTER_UNSUPPORTED_LAYER(Recurrent,
                            LayerTraits().Unsupported("recurrent layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(RNN, LayerTraits().Unsupported("recurrent layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(LSTM, LayerTraits().Unsupported("recurrent layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(SPP, LayerTraits().Unsupported("SPP layers are not supported"));
 
 }  // namespace doppio

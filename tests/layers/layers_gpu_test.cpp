@@ -270,6 +270,10 @@ std::vector<LayerCase> AllCases() {
            "type: 'Pooling' phase: TEST pooling_param { pool: STOCHASTIC kernel_size: 3 "
            "stride: 2 }",
            {Uniform({2, 3, 7, 7}, 0.1, 1)}));
+  add(Case("SPPMax", "type: 'SPP' spp_param { pyramid_height: 3 }", {Distinct({2, 3, 6, 7})}));
+  add(Case("SPPAve", "type: 'SPP' spp_param { pyramid_height: 2 pool: AVE }",
+           {Gaussian({2, 3, 6, 5})}));
+  add(Case("SPPOneLevel", "type: 'SPP' spp_param { pyramid_height: 1 }", {Distinct({2, 3, 4, 5})}));
   const std::string lrn = "lrn_param { local_size: 5 alpha: 0.3 beta: 0.75 k: 2 }";
   add(Case("LRN", "type: 'LRN' " + lrn, {Gaussian({2, 7, 3, 3})}));
   add(Case("LRNCaffe", "type: 'LRN' " + lrn, {Gaussian({2, 7, 3, 3})}).Engine("CAFFE"));
