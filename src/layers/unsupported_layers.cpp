@@ -22,7 +22,11 @@ REGISTER_UNSUPPORTED_LAYER(HDF5Output,
                            LayerTraits().Unsupported("HDF5Output layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(
     Python,
-    LayerTraits().Unsupported("Python layers are not supported; Doppio has no Python interpreter"));
+    LayerTraits().Unsupported(
+        "Python layers are not supported: Doppio embeds no Python interpreter, so "
+        "python_param.module cannot be loaded. Write the layer in C++ (a class in src/layers/ "
+        "registered with REGISTER_LAYER_CLASS), or compute what it produces beforehand and read "
+        "it as data (an LMDB through type: \"Data\", or type: \"MemoryData\" fed from C++)"));
 REGISTER_UNSUPPORTED_LAYER(Recurrent,
                            LayerTraits().Unsupported("recurrent layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(RNN, LayerTraits().Unsupported("recurrent layers are not supported"));

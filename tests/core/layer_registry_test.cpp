@@ -68,7 +68,7 @@ TEST(LayerRegistryTest, AnUnknownTypeIsAnErrorNamingLayerAndType) {
 TEST(LayerRegistryTest, UnsupportedTypesAreRefusedWithTheirReason) {
   const std::vector<std::string> known = LayerRegistry<double>::Types();
   for (const std::string type : {"HDF5Data", "WindowData", "MemoryData", "HDF5Output", "Python",
-                                 "Recurrent", "RNN", "LSTM", "SPP"}) {
+                                 "Recurrent", "RNN", "LSTM"}) {
     SCOPED_TRACE(type);
     const std::string why = LayerTypeTraits(type).unsupported;
     EXPECT_NE(why.find("not supported"), std::string::npos) << why;
@@ -82,8 +82,10 @@ TEST(LayerRegistryTest, NetWithAnUnsupportedLayerFailsToBuild) {
   const NetParameter param = ReadNetParamsFromTextString(
       "layer { name: 'py' type: 'Python' top: 'x' python_param { module: 'm' layer: 'L' } }",
       "test");
+  // The reason says why (no interpreter) and what to do instead.
   ExpectError([&] { Net<float> net(param); },
-              {"layer 'py' (Python)", "Python layers are not supported"});
+              {"layer 'py' (Python)", "Python layers are not supported", "no Python interpreter",
+               "in C++", "MemoryData"});
 }
 
 // The users of the traits: sharding and `doppio time`'s constant inputs.
