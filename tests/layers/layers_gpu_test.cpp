@@ -440,6 +440,10 @@ std::vector<LayerCase> AllCases() {
   add(Case("ReductionSumsq",
            "type: 'Reduction' reduction_param { operation: SUMSQ coeff: 0.5 axis: 1 }",
            {Gaussian(s)}));
+  add(Case("LSTMUnit", "type: 'LSTMUnit'",
+           {Gaussian({1, 3, 4}), Gaussian({1, 3, 16}), NoGradient(Labels({1, 3}, 2))})
+          .Tops(2)
+          .Checks(Check::kBottoms01));
   add(Case("Embed",
            "type: 'Embed' embed_param { input_dim: 6 num_output: 3 "
            "weight_filler { type: 'gaussian' } bias_filler { type: 'gaussian' } }",
