@@ -23,9 +23,10 @@ REGISTER_UNSUPPORTED_LAYER(
         "python_param.module cannot be loaded. Write the layer in C++ (a class in src/layers/ "
         "registered with REGISTER_LAYER_CLASS), or compute what it produces beforehand and read "
         "it as data (an LMDB through type: \"Data\", or type: \"MemoryData\" fed from C++)"));
-REGISTER_UNSUPPORTED_LAYER(Recurrent,
-                           LayerTraits().Unsupported("recurrent layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(RNN, LayerTraits().Unsupported("recurrent layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(LSTM, LayerTraits().Unsupported("recurrent layers are not supported"));
+REGISTER_UNSUPPORTED_LAYER(
+    Recurrent,
+    LayerTraits().Unsupported("Recurrent layers are not supported: Recurrent is the abstract "
+                              "base of Caffe's recurrent layers (Caffe has no such type either); "
+                              "use type: \"RNN\" or type: \"LSTM\""));
 
 }  // namespace doppio

@@ -70,8 +70,7 @@ TEST(LayerRegistryTest, AnUnknownTypeIsAnErrorNamingLayerAndType) {
 // layer and why; they are not offered as known types.
 TEST(LayerRegistryTest, UnsupportedTypesAreRefusedWithTheirReason) {
   const std::vector<std::string> known = LayerRegistry<double>::Types();
-  for (const std::string type :
-       {"HDF5Data", "WindowData", "HDF5Output", "Python", "Recurrent", "RNN", "LSTM"}) {
+  for (const std::string type : {"HDF5Data", "WindowData", "HDF5Output", "Python", "Recurrent"}) {
     SCOPED_TRACE(type);
     const std::string why = LayerTypeTraits(type).unsupported;
     EXPECT_NE(why.find("not supported"), std::string::npos) << why;
