@@ -449,6 +449,26 @@ std::vector<LayerCase> AllCases() {
            "weight_filler { type: 'gaussian' } bias_filler { type: 'gaussian' } }",
            {Labels({7}, 6)})
           .Checks(Check::kParamsOnly));
+  // With expose_hidden nothing is carried over from an earlier Forward (the initial state is a
+  // bottom), so repeated Forwards agree and cont may be any 0/1 pattern. The recurrent nets run
+  // their own layers' kernels.
+  const std::string recurrent =
+      " recurrent_param { num_output: 3 expose_hidden: true weight_filler { type: 'uniform' "
+      "min: -0.5 max: 0.5 } bias_filler { type: 'uniform' min: -0.5 max: 0.5 } }";
+  add(Case("LSTM", "type: 'LSTM'" + recurrent,
+           {Gaussian({3, 2, 4}), NoGradient(Labels({3, 2}, 2)), Gaussian({1, 2, 3}),
+            Gaussian({1, 2, 3})})
+          .Tops(3)
+          .Checks(Check::kBottom0));
+  add(Case("LSTMStaticInput", "type: 'LSTM'" + recurrent,
+           {Gaussian({3, 2, 4}), NoGradient(Labels({3, 2}, 2)), Gaussian({2, 5}),
+            Gaussian({1, 2, 3}), Gaussian({1, 2, 3})})
+          .Tops(3)
+          .Checks(Check::kBottom0));
+  add(Case("RNN", "type: 'RNN'" + recurrent,
+           {Gaussian({3, 2, 4}), NoGradient(Labels({3, 2}, 2)), Gaussian({1, 2, 3})})
+          .Tops(2)
+          .Checks(Check::kBottom0));
   add(Case("DummyData",
            "type: 'DummyData' dummy_data_param { shape { dim: 2 dim: 3 } data_filler { "
            "type: 'gaussian' } }",
