@@ -1,3 +1,4 @@
+#include "doppio/core/index_upload.cuh"
 #include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/batch_reindex_layer.hpp"
 

@@ -2,7 +2,6 @@
 
 // What a layer's .cu file needs beyond device/cuda_kernels.cuh: the explicit instantiation of
 // its GPU passes, and a device flag through which kernels report a bad input index.
-#include <algorithm>
 #include <climits>
 #include <memory>
 #include <vector>
@@ -39,16 +38,6 @@ inline int* ResetIndexFlag(GpuContext& gpu, std::shared_ptr<SyncedMemory>* flag)
 // INT_MAX when nothing was reported.
 inline int ReadIndexFlag(const std::shared_ptr<SyncedMemory>& flag) {
   return *static_cast<const int*>(flag->cpu_data());
-}
-
-// Copies an index table a layer computed on the host (BatchReindex's picks, Filter's kept
-// items) into *memory, grown as needed, and returns its device copy.
-inline const int* UploadIndices(GpuContext& gpu, const std::vector<int>& values,
-                                std::shared_ptr<SyncedMemory>* memory) {
-  const std::size_t bytes = std::max<std::size_t>(1, values.size()) * sizeof(int);
-  if (!*memory || (*memory)->size() < bytes) *memory = std::make_shared<SyncedMemory>(bytes);
-  std::copy(values.begin(), values.end(), static_cast<int*>((*memory)->mutable_cpu_data()));
-  return static_cast<const int*>((*memory)->gpu_data(gpu));
 }
 
 }  // namespace doppio
