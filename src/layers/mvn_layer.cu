@@ -65,6 +65,13 @@ __global__ void MVNBackward(long long n, int dim, bool normalize_variance, const
     dx[i] = (dy[i] - (sum_dy[r] + ydy) / dim) / scale[r];
   }
 }
+// Threads per row: a power of two (as the block reductions need) no larger than the row
+// needs, from a warp to kGpuThreads.
+int RowThreads(int dim) {
+  int threads = 32;
+  while (threads < dim && threads < kGpuThreads) threads *= 2;
+  return threads;
+}
 }  // namespace
 
 template <typename Dtype>
@@ -72,7 +79,7 @@ void MVNLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
   if (rows_ == 0 || dim_ == 0) return;
   GpuContext& gpu = this->gpu();
   const Dtype* x = bottom[0]->gpu_data(gpu);
-  DOPPIO_LAUNCH(MVNRowStats<Dtype>, GpuRowBlocks(rows_), kGpuThreads, gpu.stream())
+  DOPPIO_LAUNCH(MVNRowStats<Dtype>, GpuRowBlocks(rows_), RowThreads(dim_), gpu.stream())
   (rows_, dim_, normalize_variance_, eps_, x, mean_.mutable_gpu_data(gpu),
    scale_.mutable_gpu_data(gpu));
   DOPPIO_CUDA_POST_KERNEL_CHECK("MVNRowStats");
@@ -88,7 +95,7 @@ void MVNLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<bool>& 
   GpuContext& gpu = this->gpu();
   const Dtype* y = top[0]->gpu_data(gpu);
   const Dtype* dy = top[0]->gpu_diff(gpu);
-  DOPPIO_LAUNCH(MVNRowGradientSums<Dtype>, GpuRowBlocks(rows_), kGpuThreads, gpu.stream())
+  DOPPIO_LAUNCH(MVNRowGradientSums<Dtype>, GpuRowBlocks(rows_), RowThreads(dim_), gpu.stream())
   (rows_, dim_, y, dy, sum_dy_.mutable_gpu_data(gpu), sum_ydy_.mutable_gpu_data(gpu));
   DOPPIO_CUDA_POST_KERNEL_CHECK("MVNRowGradientSums");
   const long long n = bottom[0]->count();

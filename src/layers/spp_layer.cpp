@@ -64,8 +64,12 @@ void SPPLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
       << this->Describe() << ": spp_param.pyramid_height must be in [1, 16], got "
       << spp.pyramid_height();
   pyramid_height_ = static_cast<int>(spp.pyramid_height());
-  height_ = width_ = 0;
+  height_ = width_ = 0;  // Reshape builds the pooling layers for the input's size
   pooling_.assign(pyramid_height_, nullptr);
+  flatten_.clear();
+  split_tops_.clear();
+  pooled_.clear();
+  flat_.clear();
   if (pyramid_height_ == 1) return;  // one Pooling layer from the bottom to the top
   const auto inner = [this](const std::string& suffix, const std::string& type) {
     LayerParameter param;

@@ -270,9 +270,11 @@ std::vector<LayerCase> AllCases() {
            "type: 'Pooling' phase: TEST pooling_param { pool: STOCHASTIC kernel_size: 3 "
            "stride: 2 }",
            {Uniform({2, 3, 7, 7}, 0.1, 1)}));
-  add(Case("SPPMax", "type: 'SPP' spp_param { pyramid_height: 3 }", {Distinct({2, 3, 6, 7})}));
+  // Small inputs: a float32 objective over a larger pyramid loses the digits the gradient
+  // check needs.
+  add(Case("SPPMax", "type: 'SPP' spp_param { pyramid_height: 3 }", {Distinct({1, 2, 6, 7})}));
   add(Case("SPPAve", "type: 'SPP' spp_param { pyramid_height: 2 pool: AVE }",
-           {Gaussian({2, 3, 6, 5})}));
+           {Gaussian({1, 2, 6, 5})}));
   add(Case("SPPOneLevel", "type: 'SPP' spp_param { pyramid_height: 1 }", {Distinct({2, 3, 4, 5})}));
   const std::string lrn = "lrn_param { local_size: 5 alpha: 0.3 beta: 0.75 k: 2 }";
   add(Case("LRN", "type: 'LRN' " + lrn, {Gaussian({2, 7, 3, 3})}));
@@ -301,12 +303,14 @@ std::vector<LayerCase> AllCases() {
   add(Case("BatchNormGlobalStats", "type: 'BatchNorm' phase: TEST", {Gaussian({3, 4, 2, 3})})
           .RandomParams()
           .Checks(Check::kNone));
-  add(Case("MVN", "type: 'MVN'", {Gaussian({2, 3, 4, 5})}));
+  add(Case("MVN", "type: 'MVN'", {Gaussian({2, 3, 3, 3})}));
+  add(Case("MVNAcrossChannels", "type: 'MVN' mvn_param { across_channels: true }",
+           {Gaussian({2, 2, 3, 3})}));
   add(Case("MVNAcrossChannelsInPlace", "type: 'MVN' mvn_param { across_channels: true }",
            {Gaussian({2, 3, 4, 5})})
           .InPlace());
   add(Case("MVNMeanOnly", "type: 'MVN' mvn_param { normalize_variance: false }",
-           {Gaussian({2, 3, 4, 5})}));
+           {Gaussian({2, 3, 3, 3})}));
   add(Case("Scale",
            "type: 'Scale' scale_param { bias_term: true filler { type: 'uniform' min: 0.5 max: 2 } "
            "bias_filler { type: 'gaussian' } }",

@@ -39,6 +39,8 @@ TYPED_TEST(SPPLayerTest, Shapes) {
   SPPLayer<Dtype> three(SPPParam(3));
   three.SetUp({&bottom}, {&top});
   EXPECT_EQ(top.shape(), (std::vector<int>{2, 3 * (1 + 4 + 16)}));
+  three.SetUp({&bottom}, {&top});  // a second set-up starts over
+  EXPECT_EQ(top.shape(), (std::vector<int>{2, 3 * (1 + 4 + 16)}));
   // A new input size gets new pooling windows.
   Blob<Dtype> bigger({1, 3, 13, 11});
   three.Forward({&bigger}, {&top});
