@@ -233,12 +233,6 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   for (std::size_t i = 0; i < blob_names_.size(); ++i) blob_index_[blob_names_[i]] = i;
   WarnSharedLayerNames();
 
-  // Sharing layers read and write the owner's data and accumulate into its diff.
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (param_owners_[i] < 0) continue;
-    params_[i]->ShareData(*params_[param_owners_[i]]);
-    params_[i]->ShareDiff(*params_[param_owners_[i]]);
-  }
   BuildArena();
 
   LOG(INFO) << "Network '" << name_ << "' (" << Phase_Name(phase_) << "): " << layers_.size()
@@ -469,6 +463,12 @@ void Net<Dtype>::BuildArena() {
     blob->SetDataMemory(std::make_shared<SyncedMemory>(arena_data_, offset, bytes));
     blob->SetDiffMemory(std::make_shared<SyncedMemory>(arena_diff_, offset, bytes));
   }
+  ShareWeights();
+}
+
+template <typename Dtype>
+void Net<Dtype>::ShareWeights() {
+  // Sharing layers read and write the owner's data and accumulate into its diff.
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (param_owners_[i] < 0) continue;
     params_[i]->ShareData(*params_[param_owners_[i]]);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "doppio/core/filler.hpp"
+#include "doppio/layers/conv_geometry.hpp"
 #include "doppio/util/host_workspace.hpp"
 #include "doppio/util/im2col.hpp"
 #include "doppio/util/math_functions.hpp"
@@ -11,77 +12,20 @@
 
 namespace doppio {
 
-namespace {
-
-// Reads a spatial field that may be given as a repeated value (one for all axes, or one per
-// axis) or as the _h/_w pair. Returns false when neither form is given.
-bool ReadSpatialField(const std::string& who, const char* name, const char* repeated_name,
-                      const google::protobuf::RepeatedField<uint32_t>& values, bool has_h,
-                      bool has_w, uint32_t h, uint32_t w, int* out_h, int* out_w) {
-  if (has_h || has_w) {
-    DOPPIO_ENSURE(values.size() == 0) << who << ": convolution_param." << repeated_name << " and "
-                                      << name << "_h/" << name << "_w are exclusive; give one form";
-    DOPPIO_ENSURE(has_h && has_w) << who << ": convolution_param." << name << "_h and " << name
-                                  << "_w must be given together";
-    *out_h = static_cast<int>(h);
-    *out_w = static_cast<int>(w);
-    return true;
-  }
-  if (values.size() == 0) return false;
-  DOPPIO_ENSURE(values.size() <= 2)
-      << who << ": convolution_param." << repeated_name << " has " << values.size()
-      << " values, but only 2-d convolution is supported (give 1 value or 2)";
-  *out_h = static_cast<int>(values.Get(0));
-  *out_w = static_cast<int>(values.Get(values.size() - 1));
-  return true;
-}
-
-}  // namespace
-
 template <typename Dtype>
 void BaseConvolutionLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const std::string who = this->Describe();
   const ConvolutionParameter& p = this->layer_param_.convolution_param();
-  DOPPIO_ENSURE(!p.force_nd_im2col())
-      << who << ": convolution_param.force_nd_im2col is not supported (only 2-d im2col)";
-
-  const int num_axes = bottom[0]->num_axes();
-  DOPPIO_ENSURE(p.axis() >= -num_axes && p.axis() < num_axes)
-      << who << ": convolution_param.axis " << p.axis() << " is out of range for input shape "
-      << bottom[0]->shape_string();
-  channel_axis_ = p.axis() < 0 ? p.axis() + num_axes : p.axis();
-
-  if (!ReadSpatialField(who, "kernel", "kernel_size", p.kernel_size(), p.has_kernel_h(),
-                        p.has_kernel_w(), p.kernel_h(), p.kernel_w(), &kernel_h_, &kernel_w_)) {
-    DOPPIO_FAIL() << who
-                  << ": convolution_param.kernel_size (or kernel_h and kernel_w) is required";
-  }
-  if (!ReadSpatialField(who, "stride", "stride", p.stride(), p.has_stride_h(), p.has_stride_w(),
-                        p.stride_h(), p.stride_w(), &stride_h_, &stride_w_)) {
-    stride_h_ = stride_w_ = 1;
-  }
-  if (!ReadSpatialField(who, "pad", "pad", p.pad(), p.has_pad_h(), p.has_pad_w(), p.pad_h(),
-                        p.pad_w(), &pad_h_, &pad_w_)) {
-    pad_h_ = pad_w_ = 0;
-  }
-  if (!ReadSpatialField(who, "dilation", "dilation", p.dilation(), false, false, 0, 0, &dilation_h_,
-                        &dilation_w_)) {
-    dilation_h_ = dilation_w_ = 1;
-  }
-  const int num_spatial_axes = num_axes - channel_axis_ - 1;
-  DOPPIO_ENSURE(num_spatial_axes == 2)
-      << who << ": input shape " << bottom[0]->shape_string() << " with convolution_param.axis "
-      << p.axis() << " has " << num_spatial_axes
-      << " spatial axes, but only 2-d convolution is supported";
-  DOPPIO_ENSURE(kernel_h_ > 0 && kernel_w_ > 0)
-      << who << ": convolution_param kernel size must be positive, got " << kernel_h_ << "x"
-      << kernel_w_;
-  DOPPIO_ENSURE(stride_h_ > 0 && stride_w_ > 0)
-      << who << ": convolution_param stride must be positive, got " << stride_h_ << "x"
-      << stride_w_;
-  DOPPIO_ENSURE(dilation_h_ > 0 && dilation_w_ > 0)
-      << who << ": convolution_param.dilation must be positive, got " << dilation_h_ << "x"
-      << dilation_w_;
+  const ConvGeometry geometry = ReadConvGeometry(who, p, bottom[0]->shape());
+  channel_axis_ = geometry.channel_axis;
+  kernel_h_ = geometry.kernel_h;
+  kernel_w_ = geometry.kernel_w;
+  stride_h_ = geometry.stride_h;
+  stride_w_ = geometry.stride_w;
+  pad_h_ = geometry.pad_h;
+  pad_w_ = geometry.pad_w;
+  dilation_h_ = geometry.dilation_h;
+  dilation_w_ = geometry.dilation_w;
   is_1x1_ = kernel_h_ == 1 && kernel_w_ == 1 && stride_h_ == 1 && stride_w_ == 1 && pad_h_ == 0 &&
             pad_w_ == 0;
 

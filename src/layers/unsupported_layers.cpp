@@ -14,24 +14,19 @@ REGISTER_UNSUPPORTED_LAYER(
     WindowData, LayerTraits().ReadsData().Unsupported(
                     "WindowData layers are not supported; Doppio reads LMDB of Datum records "
                     "(type: \"Data\") and image lists (type: \"ImageData\")"));
-REGISTER_UNSUPPORTED_LAYER(
-    MemoryData, LayerTraits().ReadsData().Unsupported(
-                    "MemoryData layers are not supported; give the net an Input layer, or "
-                    "write the data to an LMDB (type: \"Data\")"));
 REGISTER_UNSUPPORTED_LAYER(HDF5Output,
                            LayerTraits().Unsupported("HDF5Output layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(
     Python,
-    LayerTraits().Unsupported("Python layers are not supported; Doppio has no Python interpreter"));
-REGISTER_UNSUPPORTED_LAYER(Recurrent,
-                           LayerTraits().Unsupported("recurrent layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(RNN, LayerTraits().Unsupported("recurrent layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(LSTM, LayerTraits().Unsupported("recurrent layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(SPP, LayerTraits().Unsupported("SPP layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(MVN, LayerTraits().Unsupported("MVN layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(Swish, LayerTraits().Unsupported("Swish layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(Clip, LayerTraits().Unsupported("Clip layers are not supported"));
-REGISTER_UNSUPPORTED_LAYER(Parameter,
-                           LayerTraits().Unsupported("Parameter layers are not supported"));
+    LayerTraits().Unsupported(
+        "Python layers are not supported: Doppio embeds no Python interpreter, so "
+        "python_param.module cannot be loaded. Write the layer in C++ (a class in src/layers/ "
+        "registered with REGISTER_LAYER_CLASS), or compute what it produces beforehand and read "
+        "it as data (an LMDB through type: \"Data\", or type: \"MemoryData\" fed from C++)"));
+REGISTER_UNSUPPORTED_LAYER(
+    Recurrent,
+    LayerTraits().Unsupported("Recurrent layers are not supported: Recurrent is the abstract "
+                              "base of Caffe's recurrent layers (Caffe has no such type either); "
+                              "use type: \"RNN\" or type: \"LSTM\""));
 
 }  // namespace doppio

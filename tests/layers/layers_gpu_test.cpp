@@ -156,6 +156,11 @@ std::vector<LayerCase> AllCases() {
           .InPlace());
   add(Case("PowerConstant", "type: 'Power' power_param { power: 3 scale: 0 shift: 2 }",
            {Gaussian(s)}));
+  add(Case("Clip", "type: 'Clip' clip_param { min: -0.5 max: 0.7 }", {Distinct(s, 0.05)}));
+  add(Case("ClipInPlace", "type: 'Clip' clip_param { min: -0.5 max: 0.7 }", {Distinct(s, 0.05)})
+          .InPlace());
+  add(Case("Swish", "type: 'Swish' swish_param { beta: 1.5 }", {Gaussian(s)}));
+  add(Case("SwishInPlace", "type: 'Swish'", {Gaussian(s)}).InPlace());
   add(Case("Threshold", "type: 'Threshold' threshold_param { threshold: 0.1 }", {Gaussian(s)})
           .NoBackward());
   add(Case("PReLU", "type: 'PReLU' prelu_param { filler { type: 'uniform' min: 0.1 max: 0.5 } }",
@@ -212,6 +217,10 @@ std::vector<LayerCase> AllCases() {
            {Gaussian({2, 3, 4, 4}), Gaussian({2, 3, 4, 4})})
           .Tops(2)
           .Engine("CAFFE"));
+  add(Case("Im2col",
+           "type: 'Im2col' convolution_param { kernel_h: 3 kernel_w: 2 stride: 2 pad: 1 "
+           "dilation: 2 }",
+           {Gaussian({2, 3, 7, 6})}));
   add(Case("Deconvolution",
            "type: 'Deconvolution' convolution_param { num_output: 3 kernel_size: 3 stride: 2 "
            "pad: 1 " +
@@ -261,6 +270,12 @@ std::vector<LayerCase> AllCases() {
            "type: 'Pooling' phase: TEST pooling_param { pool: STOCHASTIC kernel_size: 3 "
            "stride: 2 }",
            {Uniform({2, 3, 7, 7}, 0.1, 1)}));
+  // Small inputs: a float32 objective over a larger pyramid loses the digits the gradient
+  // check needs.
+  add(Case("SPPMax", "type: 'SPP' spp_param { pyramid_height: 3 }", {Distinct({1, 2, 6, 7})}));
+  add(Case("SPPAve", "type: 'SPP' spp_param { pyramid_height: 2 pool: AVE }",
+           {Gaussian({1, 2, 6, 5})}));
+  add(Case("SPPOneLevel", "type: 'SPP' spp_param { pyramid_height: 1 }", {Distinct({2, 3, 4, 5})}));
   const std::string lrn = "lrn_param { local_size: 5 alpha: 0.3 beta: 0.75 k: 2 }";
   add(Case("LRN", "type: 'LRN' " + lrn, {Gaussian({2, 7, 3, 3})}));
   add(Case("LRNCaffe", "type: 'LRN' " + lrn, {Gaussian({2, 7, 3, 3})}).Engine("CAFFE"));
@@ -288,6 +303,14 @@ std::vector<LayerCase> AllCases() {
   add(Case("BatchNormGlobalStats", "type: 'BatchNorm' phase: TEST", {Gaussian({3, 4, 2, 3})})
           .RandomParams()
           .Checks(Check::kNone));
+  add(Case("MVN", "type: 'MVN'", {Gaussian({2, 3, 3, 3})}));
+  add(Case("MVNAcrossChannels", "type: 'MVN' mvn_param { across_channels: true }",
+           {Gaussian({2, 2, 3, 3})}));
+  add(Case("MVNAcrossChannelsInPlace", "type: 'MVN' mvn_param { across_channels: true }",
+           {Gaussian({2, 3, 4, 5})})
+          .InPlace());
+  add(Case("MVNMeanOnly", "type: 'MVN' mvn_param { normalize_variance: false }",
+           {Gaussian({2, 3, 3, 3})}));
   add(Case("Scale",
            "type: 'Scale' scale_param { bias_term: true filler { type: 'uniform' min: 0.5 max: 2 } "
            "bias_filler { type: 'gaussian' } }",
@@ -349,6 +372,10 @@ std::vector<LayerCase> AllCases() {
            {Gaussian({4, 5}), Labels({4}, 5), NoGradient(Uniform({5, 5}, 0.1, 1))})
           .Loss()
           .Checks(Check::kBottom0));
+  add(Case("MultinomialLogisticLoss", "type: 'MultinomialLogisticLoss' loss_weight: 2",
+           {Uniform({4, 5}, 0.2, 1), Labels({4}, 5)})
+          .Loss()
+          .Checks(Check::kBottom0));
   add(Case("Accuracy", "type: 'Accuracy' accuracy_param { top_k: 2 }",
            {Distinct({6, 5}), Labels({6}, 5)})
           .Tops(2)
@@ -392,6 +419,13 @@ std::vector<LayerCase> AllCases() {
   add(Case("EltwiseMaxInPlace", "type: 'Eltwise' eltwise_param { operation: MAX }",
            {Distinct(s), Distinct(s, 0.033), Distinct(s, 0.066)})
           .InPlace());
+  add(Case("BatchReindex", "type: 'BatchReindex'",
+           {Gaussian({4, 3, 2}), NoGradient(Labels({6}, 4))})
+          .Checks(Check::kBottom0));
+  add(Case("Filter", "type: 'Filter'",
+           {Gaussian({6, 3}), Gaussian({6, 2, 2}), NoGradient(Labels({6}, 2))})
+          .Tops(2)
+          .Checks(Check::kBottoms01));
   add(Case("Tile", "type: 'Tile' tile_param { axis: 1 tiles: 3 }", {Gaussian({2, 3, 2})}));
   add(Case("Crop", "type: 'Crop' crop_param { axis: 2 offset: 1 offset: 2 }",
            {Gaussian({2, 3, 6, 6}), NoGradient(Gaussian({2, 3, 4, 3}))})
@@ -410,17 +444,43 @@ std::vector<LayerCase> AllCases() {
   add(Case("ReductionSumsq",
            "type: 'Reduction' reduction_param { operation: SUMSQ coeff: 0.5 axis: 1 }",
            {Gaussian(s)}));
+  add(Case("LSTMUnit", "type: 'LSTMUnit'",
+           {Gaussian({1, 3, 4}), Gaussian({1, 3, 16}), NoGradient(Labels({1, 3}, 2))})
+          .Tops(2)
+          .Checks(Check::kBottoms01));
   add(Case("Embed",
            "type: 'Embed' embed_param { input_dim: 6 num_output: 3 "
            "weight_filler { type: 'gaussian' } bias_filler { type: 'gaussian' } }",
            {Labels({7}, 6)})
           .Checks(Check::kParamsOnly));
+  // With expose_hidden nothing is carried over from an earlier Forward (the initial state is a
+  // bottom), so repeated Forwards agree and cont may be any 0/1 pattern. The recurrent nets run
+  // their own layers' kernels.
+  const std::string recurrent =
+      " recurrent_param { num_output: 3 expose_hidden: true weight_filler { type: 'uniform' "
+      "min: -0.5 max: 0.5 } bias_filler { type: 'uniform' min: -0.5 max: 0.5 } }";
+  add(Case("LSTM", "type: 'LSTM'" + recurrent,
+           {Gaussian({3, 2, 4}), NoGradient(Labels({3, 2}, 2)), Gaussian({1, 2, 3}),
+            Gaussian({1, 2, 3})})
+          .Tops(3)
+          .Checks(Check::kBottom0));
+  add(Case("LSTMStaticInput", "type: 'LSTM'" + recurrent,
+           {Gaussian({3, 2, 4}), NoGradient(Labels({3, 2}, 2)), Gaussian({2, 5}),
+            Gaussian({1, 2, 3}), Gaussian({1, 2, 3})})
+          .Tops(3)
+          .Checks(Check::kNone));  // its gradient is checked on the CPU, and compared here
+  add(Case("RNN", "type: 'RNN'" + recurrent,
+           {Gaussian({3, 2, 4}), NoGradient(Labels({3, 2}, 2)), Gaussian({1, 2, 3})})
+          .Tops(2)
+          .Checks(Check::kBottom0));
   add(Case("DummyData",
            "type: 'DummyData' dummy_data_param { shape { dim: 2 dim: 3 } data_filler { "
            "type: 'gaussian' } }",
            {})
           .Tops(2)
           .NoBackward());
+  add(Case("Parameter", "type: 'Parameter' parameter_param { shape { dim: 2 dim: 3 } }", {})
+          .Checks(Check::kParamsOnly));
   add(Case("Input", "type: 'Input' input_param { shape { dim: 2 dim: 3 } }", {}).NoBackward());
   return cases;
 }

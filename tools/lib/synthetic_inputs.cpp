@@ -13,11 +13,17 @@ int BatchSize(const LayerParameter& layer, int batch) {
   if (layer.has_data_param()) return layer.data_param().batch_size();
   if (layer.has_image_data_param()) return layer.image_data_param().batch_size();
   if (layer.has_hdf5_data_param()) return layer.hdf5_data_param().batch_size();
+  if (layer.has_memory_data_param()) return layer.memory_data_param().batch_size();
   return 1;
 }
 
 std::vector<int> ImageShape(const LayerParameter& layer, const std::vector<int>& image_shape) {
   if (!image_shape.empty()) return image_shape;
+  if (layer.has_memory_data_param()) {
+    const MemoryDataParameter& memory = layer.memory_data_param();
+    return {static_cast<int>(memory.channels()), static_cast<int>(memory.height()),
+            static_cast<int>(memory.width())};
+  }
   const int crop = layer.transform_param().crop_size();
   DOPPIO_ENSURE(crop > 0) << "layer '" << layer.name() << "' (" << layer.type()
                           << "): cannot tell the image size it produces; give C,H,W";

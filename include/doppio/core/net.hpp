@@ -50,6 +50,11 @@ class Net {
   // that same pass; the weights are updated either way.
   bool Update();
 
+  // Points every shared parameter at its owner's data and diff again. A net run inside a layer
+  // (RNN, LSTM) calls it before each use: the net around that layer rebinds the owners' buffers
+  // into its own arena, which the sharers inside would not otherwise see.
+  void ShareWeights();
+
   // Copies weights layer by layer, by name, from a trained net (Caffe's fine-tuning rule:
   // layers absent from `param` keep their values). As in Caffe, each layer of `param` goes to
   // the FIRST layer of this net with its name: a later layer of the same name keeps its

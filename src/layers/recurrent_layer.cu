@@ -1,0 +1,21 @@
+#include "doppio/core/layer_kernels.cuh"
+#include "doppio/layers/recurrent_layer.hpp"
+
+namespace doppio {
+
+// The unrolled net's layers run their own kernels.
+template <typename Dtype>
+void RecurrentLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+  RunForward(bottom, top);
+}
+
+template <typename Dtype>
+void RecurrentLayer<Dtype>::Backward_gpu(const BlobVec& top,
+                                         const std::vector<bool>& propagate_down,
+                                         const BlobVec& bottom) {
+  RunBackward(top, propagate_down, bottom);
+}
+
+DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(RecurrentLayer);
+
+}  // namespace doppio
