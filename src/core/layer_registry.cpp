@@ -87,10 +87,10 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
     return entry != engines.end() && reason(entry->second).empty();
   };
   if (requested == "DEFAULT") {
-    // cuDNN takes over on the GPU, oneDNN on the CPU, where registered (oneDNN: in a build
-    // with it, for float) and able to run the configuration.
-    if (mode == Mode::GPU) return usable("CUDNN") ? "CUDNN" : "CAFFE";
-    return usable("ONEDNN") ? "ONEDNN" : "CAFFE";
+    // cuDNN takes over on the GPU where it registered and can run the configuration; the
+    // CPU runs Doppio's own kernels unless a layer asks for ONEDNN.
+    if (mode == Mode::GPU && usable("CUDNN")) return "CUDNN";
+    return "CAFFE";
   }
   if (requested == "CUDNN" && mode == Mode::CPU) {
     VLOG(1) << "layer '" << param.name() << "' asks for engine CUDNN; on the CPU it runs "
