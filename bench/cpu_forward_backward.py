@@ -356,6 +356,10 @@ def parse_args(argv):
                     help="time PyTorch alone (no doppio binary needed)")
     ap.add_argument("--no-mkldnn", action="store_true",
                     help="disable PyTorch's oneDNN kernels (plain ATen convolutions)")
+    ap.add_argument("--passive-omp", action="store_true",
+                    help="OMP_WAIT_POLICY=PASSIVE for both frameworks: idle OpenMP threads "
+                    "sleep instead of spinning (on a loaded machine, spinning threads of "
+                    "oneDNN and PyTorch take the cores their partners need)")
     ap.add_argument("--json", metavar="FILE",
                     help="also write the results as JSON to FILE")
     args = ap.parse_args(argv)
@@ -384,6 +388,10 @@ def fmt(v, spec="%.2f"):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.passive_omp:
+        # Read once, when the OpenMP runtime starts: before torch is imported, and by
+        # every doppio process from its environment.
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
     if not args.pytorch_only:
         doppio = os.path.abspath(args.doppio)
@@ -407,7 +415,8 @@ def main(argv=None):
         for t in args.thread_list:
             jobs.append((net, batch, t, iters))
 
-    print("# %s" % torch_bench.describe())
+    print("# %s%s" % (torch_bench.describe(),
+                      ", OMP_WAIT_POLICY=PASSIVE" if args.passive_omp else ""))
     print("# doppio: %s" % ("(not run: --pytorch-only)" if args.pytorch_only
                             else os.path.abspath(args.doppio)))
     print("# %d round(s); PyTorch: %d warm-up + best of %d x N iterations; "
