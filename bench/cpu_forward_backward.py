@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""CPU forward+backward time per iteration: Doppio against PyTorch, net by net.
+"""CPU forward+backward time per iteration: Doppio's two CPU engines against PyTorch.
 
 For each net the same architecture runs in both frameworks: Doppio reads
 models/<net>/train_val.prototxt through `doppio time` (its Data layers become
@@ -9,9 +9,12 @@ and in GoogLeNet the two auxiliary loss heads of the TRAIN phase). One iteration
 the forward pass of the TRAIN net including its softmax losses, then the backward
 pass down to the first convolution (the data needs no gradient).
 
-The two frameworks take turns, for several rounds, because timings on a shared
-machine vary by +-20%; each keeps its best. Run with /usr/bin/python3, which has
-PyTorch:
+Doppio runs twice, once on each CPU engine (`doppio time --engine=CAFFE`: its own
+im2col + OpenBLAS kernels; `--engine=ONEDNN`: every layer oneDNN can run on oneDNN,
+the rest on CAFFE). The three take turns, in a rotating order, for several rounds,
+because timings on a shared machine vary by +-20%; each keeps its best. The peak
+resident memory of each Doppio run is reported too. Run with /usr/bin/python3, which
+has PyTorch:
 
     /usr/bin/python3 bench/cpu_forward_backward.py
     /usr/bin/python3 bench/cpu_forward_backward.py --nets=lenet,alexnet --threads=1,2 --rounds=5
@@ -47,6 +50,8 @@ DEFAULT_NETS = "lenet,cifar10_quick,alexnet,googlenet"
 FB_RE = re.compile(r"Average Forward-Backward:\s*([0-9.eE+-]+)\s*ms")
 F_RE = re.compile(r"Average Forward pass:\s*([0-9.eE+-]+)\s*ms")
 B_RE = re.compile(r"Average Backward pass:\s*([0-9.eE+-]+)\s*ms")
+PEAK_RE = re.compile(r"Peak host memory:\s*([0-9.]+)\s*MiB")
+ENGINES = ("CAFFE", "ONEDNN")
 
 
 # --------------------------------------------------------------------------- PyTorch nets
@@ -286,11 +291,13 @@ class TorchBench:
 
 # --------------------------------------------------------------------------- Doppio
 
-def time_doppio(doppio, net, batch, threads, iterations, timeout):
-    """Runs `doppio time` once; returns (forward, backward, forward-backward) in ms,
-    or raises RuntimeError with the tail of its output."""
+def time_doppio(doppio, engine, net, batch, threads, iterations, timeout):
+    """Runs `doppio time --engine=ENGINE` once; returns (forward, backward,
+    forward-backward) in ms and the peak resident memory in MiB, or raises
+    RuntimeError with the tail of its output."""
     model = os.path.join("models", net, "train_val.prototxt")
     cmd = [doppio, "time", "--model=" + model, "--iterations=%d" % iterations,
+           "--engine=" + engine,
            "--phase=TRAIN", "--threads=%d" % threads, "--batch=%d" % batch,
            "--input_shape=%s" % ",".join(str(d) for d in NETS[net]["shape"])]
     env = dict(os.environ)
@@ -310,8 +317,12 @@ def time_doppio(doppio, net, batch, threads, iterations, timeout):
         why = ("exit status %d" % p.returncode if p.returncode != 0
                else "no 'Average Forward-Backward' line")
         raise RuntimeError("%s: %s\n    %s" % (" ".join(cmd), why, tail))
-    f, b = F_RE.findall(out), B_RE.findall(out)
-    return (float(f[-1]) if f else None, float(b[-1]) if b else None, float(fb[-1]))
+    if ("Engine %s runs" % engine) not in out:
+        raise RuntimeError("%s: no layer ran on engine %s (a build without it?)"
+                           % (" ".join(cmd), engine))
+    f, b, peak = F_RE.findall(out), B_RE.findall(out), PEAK_RE.findall(out)
+    return (float(f[-1]) if f else None, float(b[-1]) if b else None, float(fb[-1]),
+            float(peak[-1]) if peak else None)
 
 
 # --------------------------------------------------------------------------- main
@@ -345,6 +356,10 @@ def parse_args(argv):
                     help="time PyTorch alone (no doppio binary needed)")
     ap.add_argument("--no-mkldnn", action="store_true",
                     help="disable PyTorch's oneDNN kernels (plain ATen convolutions)")
+    ap.add_argument("--passive-omp", action="store_true",
+                    help="OMP_WAIT_POLICY=PASSIVE for both frameworks: idle OpenMP threads "
+                    "sleep instead of spinning (on a loaded machine, spinning threads of "
+                    "oneDNN and PyTorch take the cores their partners need)")
     ap.add_argument("--json", metavar="FILE",
                     help="also write the results as JSON to FILE")
     args = ap.parse_args(argv)
@@ -373,6 +388,10 @@ def fmt(v, spec="%.2f"):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.passive_omp:
+        # Read once, when the OpenMP runtime starts: before torch is imported, and by
+        # every doppio process from its environment.
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
     if not args.pytorch_only:
         doppio = os.path.abspath(args.doppio)
@@ -396,11 +415,12 @@ def main(argv=None):
         for t in args.thread_list:
             jobs.append((net, batch, t, iters))
 
-    print("# %s" % torch_bench.describe())
+    print("# %s%s" % (torch_bench.describe(),
+                      ", OMP_WAIT_POLICY=PASSIVE" if args.passive_omp else ""))
     print("# doppio: %s" % ("(not run: --pytorch-only)" if args.pytorch_only
                             else os.path.abspath(args.doppio)))
     print("# %d round(s); PyTorch: %d warm-up + best of %d x N iterations; "
-          "doppio: best of one `doppio time` run of N iterations per round"
+          "doppio (each engine): best of one `doppio time` run of N iterations per round"
           % (args.rounds, args.warmup, args.repeats))
     for net in args.net_list:
         batch = args.batch or NETS[net]["batch"]
@@ -410,62 +430,84 @@ def main(argv=None):
             format(torch_bench.parameters(net, batch), ",")))
     sys.stdout.flush()
 
-    best = {job: {"doppio": None, "pytorch": None, "doppio_fwd": None,
-                  "doppio_bwd": None, "doppio_error": None} for job in jobs}
+    frameworks = ["pytorch"] if args.pytorch_only else ["CAFFE", "ONEDNN", "pytorch"]
+    best = {job: {fw: None for fw in frameworks} for job in jobs}
+    detail = {job: {} for job in jobs}  # engine -> (forward, backward, peak MiB) of its best
+    errors = {job: {} for job in jobs}
     for r in range(args.rounds):
         for i, job in enumerate(jobs):
             net, batch, threads, iters = job
             rec = best[job]
-            order = ["pytorch"] if args.pytorch_only else (
-                ["doppio", "pytorch"] if (r + i) % 2 == 0 else ["pytorch", "doppio"])
-            for fw in order:
+            shift = (r + i) % len(frameworks)
+            for fw in frameworks[shift:] + frameworks[:shift]:
                 if fw == "pytorch":
                     ms = torch_bench.time(net, batch, threads, iters, args.warmup,
                                           args.repeats)
-                    detail = ""
+                    note = ""
                 else:
                     try:
-                        fwd, bwd, ms = time_doppio(os.path.abspath(args.doppio), net,
-                                                   batch, threads, iters, args.timeout)
+                        fwd, bwd, ms, peak = time_doppio(os.path.abspath(args.doppio), fw,
+                                                         net, batch, threads, iters,
+                                                         args.timeout)
                     except RuntimeError as e:
-                        rec["doppio_error"] = str(e)
-                        print("round %d: %-13s T=%d doppio  FAILED: %s"
-                              % (r + 1, net, threads, e), file=sys.stderr)
+                        errors[job][fw] = str(e)
+                        print("round %d: %-13s T=%d %-7s FAILED: %s"
+                              % (r + 1, net, threads, fw, e), file=sys.stderr)
                         continue
-                    detail = "  (forward %s, backward %s)" % (fmt(fwd), fmt(bwd))
-                    if rec["doppio"] is None or ms < rec["doppio"]:
-                        rec["doppio_fwd"], rec["doppio_bwd"] = fwd, bwd
+                    note = "  (forward %s, backward %s, peak %s MiB)" % (
+                        fmt(fwd), fmt(bwd), fmt(peak, "%.0f"))
+                    if rec[fw] is None or ms < rec[fw]:
+                        detail[job][fw] = (fwd, bwd, peak)
                 if rec[fw] is None or ms < rec[fw]:
                     rec[fw] = ms
                 print("round %d: %-13s batch %3d T=%d %-7s %9.2f ms%s"
-                      % (r + 1, net, batch, threads, fw, ms, detail))
+                      % (r + 1, net, batch, threads, fw, ms, note))
                 sys.stdout.flush()
 
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
     print()
-    header = "%-14s %5s %7s %11s %11s %15s" % (
-        "net", "batch", "threads", "doppio ms", "pytorch ms", "doppio/pytorch")
+    header = "%-14s %5s %7s %10s %10s %11s %14s %14s %12s" % (
+        "net", "batch", "threads", "caffe ms", "onednn ms", "pytorch ms",
+        "onednn/pytorch", "caffe/pytorch", "peak MiB c/o")
     print(header)
     print("-" * len(header))
     failed = False
     for job in jobs:
         net, batch, threads, _ = job
         rec = best[job]
-        d, p = rec["doppio"], rec["pytorch"]
-        if d is None and not args.pytorch_only:
+        p = rec["pytorch"]
+        c, o = rec.get("CAFFE"), rec.get("ONEDNN")
+        if not args.pytorch_only and (c is None or o is None):
             failed = True
-        ratio = d / p if d is not None and p else None
-        print("%-14s %5d %7d %11s %11s %15s" % (
-            net, batch, threads, fmt(d) if d is not None or args.pytorch_only
-            else "FAILED", fmt(p), fmt(ratio)))
+        peaks = [detail[job].get(e, (None, None, None))[2] for e in ENGINES]
+        print("%-14s %5d %7d %10s %10s %11s %14s %14s %12s" % (
+            net, batch, threads, fmt(c), fmt(o), fmt(p), fmt(ratio(o, p)),
+            fmt(ratio(c, p)), "/".join(fmt(v, "%.0f") for v in peaks)))
     print("(milliseconds per forward+backward iteration, best over %d round(s); "
           "ratio < 1 means Doppio is faster)" % args.rounds)
+    counts = sorted(set(j[2] for j in jobs))
+    if len(counts) > 1 and not args.pytorch_only:
+        lo, hi = counts[0], counts[-1]
+        print("\nspeed-up from %d to %d threads (time at T=%d / time at T=%d):" % (lo, hi, lo, hi))
+        for net in args.net_list:
+            row = {j[2]: best[j] for j in jobs if j[0] == net}
+            print("  %-14s caffe %s  onednn %s  pytorch %s" % (net, *(
+                fmt(ratio(row[lo][fw], row[hi][fw])) for fw in ("CAFFE", "ONEDNN", "pytorch"))))
 
     if args.json:
-        rows = [dict(net=j[0], batch=j[1], threads=j[2], iterations=j[3],
-                     doppio_ms=best[j]["doppio"], pytorch_ms=best[j]["pytorch"],
-                     doppio_forward_ms=best[j]["doppio_fwd"],
-                     doppio_backward_ms=best[j]["doppio_bwd"],
-                     doppio_error=best[j]["doppio_error"]) for j in jobs]
+        rows = []
+        for j in jobs:
+            row = dict(net=j[0], batch=j[1], threads=j[2], iterations=j[3],
+                       pytorch_ms=best[j]["pytorch"])
+            for engine in ([] if args.pytorch_only else ENGINES):
+                fwd, bwd, peak = detail[j].get(engine, (None, None, None))
+                key = engine.lower()
+                row.update({key + "_ms": best[j][engine], key + "_forward_ms": fwd,
+                            key + "_backward_ms": bwd, key + "_peak_mib": peak,
+                            key + "_error": errors[j].get(engine)})
+            rows.append(row)
         with open(args.json, "w") as f:
             json.dump(dict(pytorch=torch_bench.describe(), rounds=args.rounds,
                            results=rows), f, indent=2)

@@ -87,7 +87,8 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
     return entry != engines.end() && reason(entry->second).empty();
   };
   if (requested == "DEFAULT") {
-    // cuDNN takes over on the GPU where it registered and can run the configuration.
+    // cuDNN takes over on the GPU where it registered and can run the configuration; the
+    // CPU runs Doppio's own kernels unless a layer asks for ONEDNN.
     if (mode == Mode::GPU && usable("CUDNN")) return "CUDNN";
     return "CAFFE";
   }

@@ -98,6 +98,7 @@ void OnednnConvolutionLayer::PrepareBackward() {
   backward_weights_ = dnnl::convolution_backward_weights(weights_pd);
   weights_src_.Init(engine_, OnednnPlainDesc(s.src), weights_pd.src_desc());
   weights_diff_dst_.Init(engine_, OnednnPlainDesc(s.dst), weights_pd.diff_dst_desc());
+  share_diff_dst_ = weights_pd.diff_dst_desc() == data_pd.diff_dst_desc();
   diff_weights_.Init(engine_, weights_pd.diff_weights_desc(), OnednnPlainDesc(s.weights));
   if (bias_term_) diff_bias_.Init(engine_, weights_pd.diff_bias_desc(), OnednnPlainDesc(s.bias));
 }
@@ -140,8 +141,12 @@ void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
         if (bias_diff) diff_bias_.AddTo(stream_, this->blobs_[1]->mutable_cpu_diff());
       }
       if (propagate_down[i]) {
+        // The top diff the weight gradient read serves here too when the layouts agree.
+        const dnnl::memory& diff_dst = share_diff_dst_ && (weight_diff || bias_diff)
+                                           ? weights_diff_dst_.primitive()
+                                           : data_diff_dst_.Read(stream_, top_diff);
         backward_data_.execute(
-            stream_, {{DNNL_ARG_DIFF_DST, data_diff_dst_.Read(stream_, top_diff)},
+            stream_, {{DNNL_ARG_DIFF_DST, diff_dst},
                       {DNNL_ARG_WEIGHTS, data_weights_.Get(stream_, *this->blobs_[0])},
                       {DNNL_ARG_DIFF_SRC, diff_src_.Write(bottom[i]->mutable_cpu_diff())}});
         diff_src_.Publish(stream_);

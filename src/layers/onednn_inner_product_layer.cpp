@@ -32,10 +32,10 @@ void OnednnInnerProductLayer::Reshape(const BlobVec& bottom, const BlobVec& top)
 void OnednnInnerProductLayer::PrepareForward() {
   const auto desc = bias_term_ ? dnnl::inner_product_forward::desc(
                                      dnnl::prop_kind::forward_training, OnednnPlainDesc({M_, K_}),
-                                     AnyDesc({N_, K_}), AnyDesc({N_}), OnednnPlainDesc({M_, N_}))
+                                     UserWeightsDesc(), AnyDesc({N_}), OnednnPlainDesc({M_, N_}))
                                : dnnl::inner_product_forward::desc(
                                      dnnl::prop_kind::forward_training, OnednnPlainDesc({M_, K_}),
-                                     AnyDesc({N_, K_}), OnednnPlainDesc({M_, N_}));
+                                     UserWeightsDesc(), OnednnPlainDesc({M_, N_}));
   forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, engine_);
   forward_ = dnnl::inner_product_forward(forward_pd_);
   src_.Init(engine_, OnednnPlainDesc({M_, K_}), forward_pd_.src_desc());
@@ -46,7 +46,7 @@ void OnednnInnerProductLayer::PrepareForward() {
 
 void OnednnInnerProductLayer::PrepareBackward() {
   const dnnl::inner_product_backward_data::primitive_desc data_pd(
-      dnnl::inner_product_backward_data::desc(OnednnPlainDesc({M_, K_}), AnyDesc({N_, K_}),
+      dnnl::inner_product_backward_data::desc(OnednnPlainDesc({M_, K_}), UserWeightsDesc(),
                                               OnednnPlainDesc({M_, N_})),
       engine_, forward_pd_);
   backward_data_ = dnnl::inner_product_backward_data(data_pd);
@@ -56,9 +56,9 @@ void OnednnInnerProductLayer::PrepareBackward() {
 
   const auto weights_desc =
       bias_term_
-          ? dnnl::inner_product_backward_weights::desc(OnednnPlainDesc({M_, K_}), AnyDesc({N_, K_}),
+          ? dnnl::inner_product_backward_weights::desc(OnednnPlainDesc({M_, K_}), UserWeightsDesc(),
                                                        AnyDesc({N_}), OnednnPlainDesc({M_, N_}))
-          : dnnl::inner_product_backward_weights::desc(OnednnPlainDesc({M_, K_}), AnyDesc({N_, K_}),
+          : dnnl::inner_product_backward_weights::desc(OnednnPlainDesc({M_, K_}), UserWeightsDesc(),
                                                        OnednnPlainDesc({M_, N_}));
   const dnnl::inner_product_backward_weights::primitive_desc weights_pd(weights_desc, engine_,
                                                                         forward_pd_);

@@ -14,8 +14,17 @@ LayerParameter Param(const std::string& text) {
 
 const char* kConv = "type: 'Convolution' convolution_param { num_output: 2 kernel_size: 1 }";
 
-TEST(LayerEngineTest, CpuModeAlwaysGetsCaffe) {
+TEST(LayerEngineTest, CpuModeDefaultsToCaffe) {
   EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param(kConv), Mode::CPU), "CAFFE");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'ReLU'"), Mode::CPU), "CAFFE");
+}
+
+TEST(LayerEngineTest, ExplicitCaffeOrCudnnOnTheCpuGetsCaffe) {
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'Convolution' convolution_param { num_output: 2 kernel_size: 1 "
+                      "engine: CAFFE }"),
+                Mode::CPU),
+            "CAFFE");
   EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'ReLU' relu_param { engine: CUDNN }"),
                                                Mode::CPU),
             "CAFFE");

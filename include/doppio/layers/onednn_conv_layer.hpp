@@ -53,6 +53,8 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float> {
   dnnl::convolution_backward_weights backward_weights_;
   OnednnTensor weights_src_, weights_diff_dst_;
   OnednnParamGradient diff_weights_, diff_bias_;
+  // Both backward primitives want the top diff in the same layout: it is reordered once.
+  bool share_diff_dst_ = false;
 };
 
 }  // namespace doppio
