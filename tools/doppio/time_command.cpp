@@ -12,6 +12,7 @@
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/thread_pool.hpp"
+#include "engine_override.hpp"
 #include "layer_profile.hpp"
 #include "memory_report.hpp"
 #include "synthetic_inputs.hpp"
@@ -24,6 +25,10 @@ DEFINE_string(json, "",
 DEFINE_string(input_shape, "",
               "time, scale: C,H,W of the images a data layer would produce, when it cannot be "
               "inferred (from transform_param.crop_size: 3 channels of crop x crop).");
+DEFINE_string(
+    engine, "",
+    "time, scale: run every layer that the named engine (CAFFE, CUDNN, ONEDNN) can run on "
+    "it; empty keeps each layer's own choice.");
 
 namespace doppio {
 namespace {
@@ -49,6 +54,7 @@ int TimeCommand() {
   param.mutable_state()->set_level(FLAGS_level);
   for (const auto& stage : StagesFromFlag()) param.mutable_state()->add_stage(stage);
   param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFlag());
+  if (!FLAGS_engine.empty()) param = WithEngine(param, FLAGS_engine);
   std::shared_ptr<GpuContext> gpu = GpuFromFlags();
   Net<float> net(param, 1701, gpu);
   // GPU work is asynchronous: a layer's time is only known once its kernels have finished.
@@ -76,13 +82,14 @@ int TimeCommand() {
 
   // The same figures as a table on stdout.
   const double all = profile.forward_ms + profile.backward_ms;
-  std::printf("%-28s %-18s %12s %12s %7s\n", "layer", "type", "forward ms", "backward ms", "share");
+  std::printf("%-28s %-18s %-7s %12s %12s %7s\n", "layer", "type", "engine", "forward ms",
+              "backward ms", "share");
   for (const LayerTiming& layer : layers) {
     const double f = layer.forward_ms, b = layer.backward_ms;
-    std::printf("%-28s %-18s %12.3f %12.3f %6.1f%%\n", layer.name.c_str(), layer.type.c_str(), f, b,
-                all > 0 ? 100.0 * (f + b) / all : 0.0);
+    std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", layer.name.c_str(), layer.type.c_str(),
+                layer.engine.c_str(), f, b, all > 0 ? 100.0 * (f + b) / all : 0.0);
   }
-  std::printf("%-28s %-18s %12.3f %12.3f %6.1f%%\n", "total", "", profile.forward_ms,
+  std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", "total", "", "", profile.forward_ms,
               profile.backward_ms, 100.0);
   std::printf("Average Forward-Backward: %.3f ms (%d iterations, %s)\n", all, FLAGS_iterations,
               profile.device.c_str());
