@@ -25,6 +25,7 @@
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/thread_pool.hpp"
+#include "engine_override.hpp"
 #include "json_value.hpp"
 #include "layer_profile.hpp"
 #include "synthetic_inputs.hpp"
@@ -33,6 +34,7 @@ DECLARE_int32(threads);
 DECLARE_int32(batch);
 DECLARE_string(json);
 DECLARE_string(input_shape);
+DECLARE_string(engine);
 DECLARE_string(sync);
 DECLARE_double(bucket_mb);
 
@@ -352,6 +354,7 @@ int ScaleCommand() {
   param.mutable_state()->set_level(FLAGS_level);
   for (const auto& stage : StagesFromFlag()) param.mutable_state()->add_stage(stage);
   param = WithSyntheticInputs(param, FLAGS_batch, ImageShape());
+  if (!FLAGS_engine.empty()) param = WithEngine(param, FLAGS_engine);
   std::shared_ptr<GpuContext> gpu = GpuFromFlags();
   Net<float> net(param, 1701, gpu);
   const LayerProfile profile = ComputeProfile(&net, gpu);

@@ -25,9 +25,10 @@ DEFINE_string(json, "",
 DEFINE_string(input_shape, "",
               "time, scale: C,H,W of the images a data layer would produce, when it cannot be "
               "inferred (from transform_param.crop_size: 3 channels of crop x crop).");
-DEFINE_string(engine, "",
-              "time: run every layer that the named engine (CAFFE, CUDNN, ONEDNN) can run on "
-              "it; empty keeps each layer's own choice.");
+DEFINE_string(
+    engine, "",
+    "time, scale: run every layer that the named engine (CAFFE, CUDNN, ONEDNN) can run on "
+    "it; empty keeps each layer's own choice.");
 
 namespace doppio {
 namespace {
@@ -83,11 +84,10 @@ int TimeCommand() {
   const double all = profile.forward_ms + profile.backward_ms;
   std::printf("%-28s %-18s %-7s %12s %12s %7s\n", "layer", "type", "engine", "forward ms",
               "backward ms", "share");
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const double f = layers[i].forward_ms, b = layers[i].backward_ms;
-    std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", layers[i].name.c_str(),
-                layers[i].type.c_str(), net.layers()[i]->engine().c_str(), f, b,
-                all > 0 ? 100.0 * (f + b) / all : 0.0);
+  for (const LayerTiming& layer : layers) {
+    const double f = layer.forward_ms, b = layer.backward_ms;
+    std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", layer.name.c_str(), layer.type.c_str(),
+                layer.engine.c_str(), f, b, all > 0 ? 100.0 * (f + b) / all : 0.0);
   }
   std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", "total", "", "", profile.forward_ms,
               profile.backward_ms, 100.0);

@@ -13,6 +13,7 @@ namespace doppio {
 struct LayerTiming {
   std::string name;
   std::string type;
+  std::string engine;  // CAFFE, CUDNN, ONEDNN
   double forward_ms = 0;
   double backward_ms = 0;
 };
