@@ -18,8 +18,9 @@ scripts/fuzz.sh "${DOPPIO_FUZZ_SECONDS:-20}"
 
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 cmake -S . -B build-emulation -G Ninja -DCMAKE_BUILD_TYPE=Release -DDOPPIO_CUDA=EMULATE
-cmake --build build-emulation -j "$jobs"
-# The GPU suites, the emulation's own tests, and the MPI job whose GPU case runs two ranks
-# on one device through the staged path.
+# Only the suites with GPU cases (doppio_gpu_suite, tests/CMakeLists.txt): the others ran
+# above. The GPU suites, the emulation's own tests, and the MPI job whose GPU case runs two
+# ranks on one device through the staged path.
+cmake --build build-emulation -j "$jobs" --target doppio_gpu_suite
 ctest --test-dir build-emulation --output-on-failure -j "$jobs" \
   -R '[Gg]pu|CudaEmulation|parallel_distributed_np2$'

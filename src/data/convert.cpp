@@ -16,6 +16,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "doppio/data/db.hpp"
+#include "doppio/data/image_codecs.hpp"
 #include "doppio/data/image_io.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/rng.hpp"
@@ -246,7 +247,7 @@ ConvertSummary ConvertImageSet(const std::string& root_folder, const std::string
   DOPPIO_ENSURE(options.resize_height >= 0 && options.resize_width >= 0)
       << "convert_imageset: negative resize";
   if (options.encoded && !options.encode_type.empty()) {
-    DOPPIO_ENSURE(cv::haveImageWriter("." + options.encode_type))
+    DOPPIO_ENSURE(OpenImageCodecs().has_writer("." + options.encode_type))
         << "convert_imageset: --encode_type '" << options.encode_type
         << "' is not a format OpenCV can write (jpg, png, ...)";
   }

@@ -10,6 +10,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "doppio/data/image_codecs.hpp"
+
 namespace doppio {
 
 int ImageReadFlag(bool force_color, bool force_gray) {
@@ -22,7 +24,7 @@ cv::Mat DecodeImage(std::string_view bytes, int flag) {
   if (bytes.empty()) return cv::Mat();
   const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
   try {
-    return cv::imdecode(buffer, flag);
+    return OpenImageCodecs().decode(buffer, flag);
   } catch (const cv::Exception&) {
     return cv::Mat();
   }
@@ -31,7 +33,7 @@ cv::Mat DecodeImage(std::string_view bytes, int flag) {
 cv::Mat ReadImage(const std::string& path, int height, int width, bool is_color) {
   cv::Mat image;
   try {
-    image = cv::imread(path, is_color ? cv::IMREAD_COLOR : cv::IMREAD_GRAYSCALE);
+    image = OpenImageCodecs().read(path, is_color ? cv::IMREAD_COLOR : cv::IMREAD_GRAYSCALE);
     if (!image.empty() && height > 0 && width > 0 &&
         (image.rows != height || image.cols != width)) {
       cv::Mat resized;
@@ -109,7 +111,7 @@ bool ReadImageToDatum(const std::string& path, int label, int height, int width,
   // of a colour file also changes them, which only decoding tells.
   if (!resized && extension == (format == "jpeg" ? "jpg" : format) &&
       (is_color || image.channels() == 1)) {
-    const cv::Mat original = cv::imread(path, cv::IMREAD_UNCHANGED);
+    const cv::Mat original = OpenImageCodecs().read(path, cv::IMREAD_UNCHANGED);
     if (!original.empty() && (is_color ? original.channels() >= 3 : original.channels() == 1)) {
       std::ifstream in(path, std::ios::binary);
       std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -122,7 +124,7 @@ bool ReadImageToDatum(const std::string& path, int label, int height, int width,
   }
   std::vector<unsigned char> buffer;
   try {
-    DOPPIO_ENSURE(cv::imencode("." + format, image, buffer))
+    DOPPIO_ENSURE(OpenImageCodecs().encode("." + format, image, &buffer))
         << path << ": cannot encode the image as " << format;
   } catch (const cv::Exception& error) {
     DOPPIO_FAIL() << path << ": cannot encode the image as " << format << " (" << error.what()
