@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev liblmdb-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
-  libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev
+  libopenblas-dev libhdf5-dev libopenmpi-dev openmpi-bin libgtest-dev
   python3-matplotlib
   # The fuzz targets (scripts/fuzz.sh): clang, and libFuzzer with the sanitizer runtimes,
   # which clang only recommends.
