@@ -7,10 +7,6 @@
 namespace doppio {
 
 REGISTER_UNSUPPORTED_LAYER(
-    HDF5Data, LayerTraits().ReadsData().Unsupported(
-                  "HDF5Data layers are not supported; Doppio reads LMDB of Datum records "
-                  "(type: \"Data\") and image lists (type: \"ImageData\")"));
-REGISTER_UNSUPPORTED_LAYER(
     WindowData, LayerTraits().ReadsData().Unsupported(
                     "WindowData layers are not supported; Doppio reads LMDB of Datum records "
                     "(type: \"Data\") and image lists (type: \"ImageData\")"));
@@ -18,8 +14,6 @@ REGISTER_UNSUPPORTED_LAYER(
     MemoryData, LayerTraits().ReadsData().Unsupported(
                     "MemoryData layers are not supported; give the net an Input layer, or "
                     "write the data to an LMDB (type: \"Data\")"));
-REGISTER_UNSUPPORTED_LAYER(HDF5Output,
-                           LayerTraits().Unsupported("HDF5Output layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(
     Python,
     LayerTraits().Unsupported("Python layers are not supported; Doppio has no Python interpreter"));
