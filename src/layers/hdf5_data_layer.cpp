@@ -21,6 +21,13 @@ namespace {
 constexpr std::uint64_t kFileOrderStream = 0xf11e5000;
 constexpr std::uint64_t kRowOrderStream = 0x70705000;
 
+// "2 x 3", or "1" for samples that are single values.
+std::string SampleShapeString(const std::vector<int>& shape) {
+  std::string text;
+  for (int d : shape) text += (text.empty() ? "" : " x ") + std::to_string(d);
+  return text.empty() ? "1" : text;
+}
+
 template <typename Index>
 void Shuffle(std::vector<Index>* order, std::uint64_t seed) {
   Rng rng(seed);
@@ -89,9 +96,9 @@ void HDF5DataLayer<Dtype>::ScanFiles() {
       } else {
         DOPPIO_ENSURE(sample == sample_shapes_[i])
             << who << ": " << FileName(f) << ": dataset '" << datasets_[i]
-            << "' holds samples of shape " << ShapeString(sample) << " (" << sample.size()
+            << "' holds samples of shape " << SampleShapeString(sample) << " (" << sample.size()
             << " axes after the first), but " << FileName(0) << " holds samples of shape "
-            << ShapeString(sample_shapes_[i]) << " (" << sample_shapes_[i].size() << " axes)";
+            << SampleShapeString(sample_shapes_[i]) << " (" << sample_shapes_[i].size() << " axes)";
       }
     }
     files_[f].rows = shapes[0][0];

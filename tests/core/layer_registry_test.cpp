@@ -68,8 +68,8 @@ TEST(LayerRegistryTest, AnUnknownTypeIsAnErrorNamingLayerAndType) {
 TEST(LayerRegistryTest, UnsupportedTypesAreRefusedWithTheirReason) {
   const std::vector<std::string> known = LayerRegistry<double>::Types();
   for (const std::string type :
-       {"HDF5Data", "WindowData", "MemoryData", "HDF5Output", "Python", "Recurrent", "RNN", "LSTM",
-        "SPP", "MVN", "Swish", "Clip", "Parameter"}) {
+       {"WindowData", "MemoryData", "Python", "Recurrent", "RNN", "LSTM", "SPP", "MVN", "Swish",
+        "Clip", "Parameter"}) {
     SCOPED_TRACE(type);
     const std::string why = LayerTypeTraits(type).unsupported;
     EXPECT_NE(why.find("not supported"), std::string::npos) << why;
@@ -93,8 +93,11 @@ TEST(LayerRegistryTest, ShardingAndSyntheticInputsFollowTheTraits) {
       "layer { name: 'a' type: 'Data' top: 'x' top: 'y' data_param { batch_size: 4 } } "
       "layer { name: 'b' type: 'HDF5Data' top: 'h' top: 'z' hdf5_data_param { batch_size: 2 } } "
       "layer { name: 'c' type: 'BatchNorm' bottom: 'x' top: 'x' }");
-  EXPECT_EQ(ShardDataLayers(&param, 1, 2), 1);
+  EXPECT_EQ(ShardDataLayers(&param, 1, 2), 2);
   EXPECT_EQ(param.layer(0).data_param().shard_size(), 2);
+  // HDF5Data takes its shard from data_param: Caffe's hdf5_data_param has no field for it.
+  EXPECT_EQ(param.layer(1).data_param().shard_rank(), 1);
+  EXPECT_EQ(param.layer(1).data_param().shard_size(), 2);
 
   const NetParameter synthetic = WithSyntheticInputs(param, 0, {1, 2, 2});
   EXPECT_EQ(synthetic.layer(0).type(), "DummyData");
