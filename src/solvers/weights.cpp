@@ -55,8 +55,8 @@ void LoadNetWeights(Net<Dtype>* net, const std::string& files) {
     NetParameter weights;
     ReadWeightsFile(file, &weights);
     DOPPIO_ENSURE(weights.layer_size() > 0)
-        << file << ": holds no layers with weights (a .caffemodel, a binary NetParameter, or "
-        << "Caffe's HDF5 weights ending in .h5 was expected)";
+        << file << ": not a .caffemodel: it holds no layers with weights (a binary NetParameter, "
+        << "or Caffe's HDF5 weights in a file ending in .h5, was expected)";
     // Copying by name skips unknown layers silently; a file sharing no layer with the net
     // is almost always the wrong file (or not a .caffemodel at all).
     const auto shapes = LayerBlobShapes(weights);

@@ -10,6 +10,7 @@
 #include "doppio/data/shard.hpp"
 #include "doppio/layers/base_data_layer.hpp"
 #include "doppio/layers/batch_norm_layer.hpp"
+#include "doppio/layers/hdf5_data_layer.hpp"
 #include "doppio/util/io.hpp"
 #include "synthetic_inputs.hpp"
 #include "test_util.hpp"
@@ -22,7 +23,8 @@ LayerParameter Param(const std::string& name, const std::string& type) {
 }
 
 // A type's traits must match what its layer does: the layers that read records (the
-// prefetching data layers) are data sources that shard, and BatchNorm keeps per-rank state.
+// prefetching data layers and HDF5Data) are data sources that shard, and BatchNorm keeps
+// per-rank state.
 TEST(LayerRegistryTest, EveryTypesTraitsMatchItsLayer) {
   const std::vector<std::string> types = LayerRegistry<float>::Types();
   ASSERT_FALSE(types.empty());
@@ -32,7 +34,8 @@ TEST(LayerRegistryTest, EveryTypesTraitsMatchItsLayer) {
     EXPECT_TRUE(traits.unsupported.empty());
     const auto layer = LayerRegistry<float>::CreateLayer(Param("l", type));
     const bool reads_records =
-        dynamic_cast<BasePrefetchingDataLayer<float>*>(layer.get()) != nullptr;
+        dynamic_cast<BasePrefetchingDataLayer<float>*>(layer.get()) != nullptr ||
+        dynamic_cast<HDF5DataLayer<float>*>(layer.get()) != nullptr;
     EXPECT_EQ(traits.reads_data, reads_records);
     EXPECT_EQ(traits.shard != nullptr, reads_records);
     EXPECT_EQ(traits.per_rank_state, dynamic_cast<BatchNormLayer<float>*>(layer.get()) != nullptr);
@@ -67,9 +70,8 @@ TEST(LayerRegistryTest, AnUnknownTypeIsAnErrorNamingLayerAndType) {
 // layer and why; they are not offered as known types.
 TEST(LayerRegistryTest, UnsupportedTypesAreRefusedWithTheirReason) {
   const std::vector<std::string> known = LayerRegistry<double>::Types();
-  for (const std::string type :
-       {"WindowData", "MemoryData", "Python", "Recurrent", "RNN", "LSTM", "SPP", "MVN", "Swish",
-        "Clip", "Parameter"}) {
+  for (const std::string type : {"WindowData", "MemoryData", "Python", "Recurrent", "RNN", "LSTM",
+                                 "SPP", "MVN", "Swish", "Clip", "Parameter"}) {
     SCOPED_TRACE(type);
     const std::string why = LayerTypeTraits(type).unsupported;
     EXPECT_NE(why.find("not supported"), std::string::npos) << why;

@@ -6,8 +6,8 @@
 
 namespace doppio {
 
-// Replaces every data-reading layer (LayerTraits::reads_data: Data, ImageData, and Caffe's
-// HDF5Data, WindowData and MemoryData, which Doppio cannot run) by a constant DummyData
+// Replaces every data-reading layer (LayerTraits::reads_data: Data, ImageData, HDF5Data, and
+// Caffe's WindowData and MemoryData, which Doppio cannot run) by a constant DummyData
 // layer of the same shape (images, then labels), so a net can be timed or smoke-tested
 // without its data files. batch > 0 overrides the batch size of those layers and of Input
 // layers. image_shape is C,H,W of one image; when empty it is taken from
