@@ -43,8 +43,12 @@ class HDF5DataLayer : public Layer<Dtype> {
   int MinTopBlobs() const override { return 1; }
   bool AllowForceBackward(int bottom_index) const override { return false; }
 
-  std::uint64_t batches_per_epoch() const override { return sequence_->batches_per_epoch(); }
+  // Both known after set-up (0 before).
+  std::uint64_t batches_per_epoch() const override {
+    return sequence_ ? sequence_->batches_per_epoch() : 0;
+  }
   std::optional<std::uint64_t> stream_position() const override {
+    if (!sequence_) return 0;
     return stream_start_ + batch_k_ * static_cast<std::uint64_t>(sequence_->batch()) *
                                static_cast<std::uint64_t>(sequence_->size());
   }
