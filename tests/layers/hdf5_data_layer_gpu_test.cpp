@@ -64,7 +64,7 @@ TYPED_TEST(Hdf5DataLayerGpuTest, DeviceBatchesAreTheCpuBatches) {
     for (const char* blob : {"data", "label"}) {
       const auto& on_gpu = *gpu->blob_by_name(blob);
       // Read on the device, as the next layer would.
-      on_gpu.gpu_data();
+      on_gpu.gpu_data(*TestGpu());
       ExpectBlobsClose(*cpu->blob_by_name(blob), on_gpu, false, 0, blob);
     }
   }
