@@ -7,15 +7,9 @@
 namespace doppio {
 
 REGISTER_UNSUPPORTED_LAYER(
-    HDF5Data, LayerTraits().ReadsData().Unsupported(
-                  "HDF5Data layers are not supported; Doppio reads LMDB of Datum records "
-                  "(type: \"Data\") and image lists (type: \"ImageData\")"));
-REGISTER_UNSUPPORTED_LAYER(
     WindowData, LayerTraits().ReadsData().Unsupported(
                     "WindowData layers are not supported; Doppio reads LMDB of Datum records "
                     "(type: \"Data\") and image lists (type: \"ImageData\")"));
-REGISTER_UNSUPPORTED_LAYER(HDF5Output,
-                           LayerTraits().Unsupported("HDF5Output layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(
     Python,
     LayerTraits().Unsupported(
