@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Large-batch training: plain SGD with the linear scaling rule and warm-up against LARC.
 
-    /usr/bin/python3 bench/large_batch_lars.py                      # 3 epochs, batch 64/1024/4096
+    /usr/bin/python3 bench/large_batch_lars.py                      # 10 epochs, batch 64/1024/4096
     /usr/bin/python3 bench/large_batch_lars.py --epochs=2 --larc_eta=0.01 --batches=64,4096
 
 LeNet on Fashion-MNIST (examples/fashion_mnist) for the same number of epochs at every global
@@ -13,8 +13,8 @@ of 64), and is trained twice:
         from the reference rate over the first --warmup_epochs;
   larc: the same, with `larc: true larc_policy: "clip"` and --larc_eta in the solver
         (and larc_include_bias_bn with --larc_include_bias).
-Every run is scored on the 10,000 test images at equal intervals (about six times; the
-iterations nearest the epochs decide), the last at the end of training.
+Every run is scored on the 10,000 test images six times at equal intervals (the number of
+iterations is the multiple of six nearest the epochs), the last at the end of training.
 --jobs runs that many trainings at once, each with --threads BLAS threads: on a small shared
 machine one thread per run keeps OpenBLAS's threads from waiting on each other.
 
@@ -45,12 +45,11 @@ DIVERGED = 3
 
 
 def schedule(batch, epochs):
-    """Iterations between tests and in all: the iterations nearest `epochs`, tested about
-    POINTS times at equal intervals, the last test at the end of training."""
-    max_iter = max(1, round(epochs * TRAIN_IMAGES / batch))
-    divisors = [d for d in range(1, max_iter + 1) if max_iter % d == 0]
-    interval = min(divisors, key=lambda d: (abs(max_iter // d - POINTS), -(max_iter // d)))
-    return interval, max_iter
+    """Iterations between tests and in all: a multiple of POINTS nearest `epochs`, tested
+    POINTS times at equal intervals, the last test at the end of training (Caffe tests at the
+    end only when test_interval divides max_iter)."""
+    interval = max(1, round(epochs * TRAIN_IMAGES / batch / POINTS))
+    return interval, interval * POINTS
 
 
 def write_solver(folder, name, batch, epochs, larc_eta, include_bias):
@@ -151,7 +150,7 @@ def plot(results, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=float, default=3)
+    parser.add_argument("--epochs", type=float, default=10)
     parser.add_argument("--batches", default="64,1024,4096", help="global batches; the first is the reference")
     parser.add_argument("--larc_eta", type=float, default=0.01)
     parser.add_argument("--larc_include_bias", action="store_true",

@@ -10,6 +10,8 @@ packages=(
   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev liblmdb-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev
+  # The CPU engine ONEDNN (without OpenCL, which its CMake package would want).
+  libdnnl-dev
   python3-matplotlib
   # The fuzz targets (scripts/fuzz.sh): clang, and libFuzzer with the sanitizer runtimes,
   # which clang only recommends.

@@ -5,7 +5,7 @@
 namespace doppio {
 
 namespace {
-// The engine a layer's parameters ask for: DEFAULT (0), CAFFE (1) or CUDNN (2), read by
+// The engine a layer's parameters ask for: DEFAULT (0), CAFFE (1), CUDNN (2) or ONEDNN (3), read by
 // reflection from whichever *_param message of the layer has an "engine" field set.
 std::string RequestedEngine(const LayerParameter& param) {
   const auto* reflection = param.GetReflection();
@@ -79,15 +79,16 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
       << "): " << it->second.traits.unsupported;
   const auto& engines = it->second.engines;
   const std::string requested = RequestedEngine(param);
-  const auto cudnn = engines.find("CUDNN");
   const auto reason = [&param](const Entry& entry) {
     return entry.unsupported ? entry.unsupported(param) : std::string();
   };
+  const auto usable = [&](const char* engine) {
+    const auto entry = engines.find(engine);
+    return entry != engines.end() && reason(entry->second).empty();
+  };
   if (requested == "DEFAULT") {
     // cuDNN takes over on the GPU where it registered and can run the configuration.
-    if (mode == Mode::GPU && cudnn != engines.end() && reason(cudnn->second).empty()) {
-      return "CUDNN";
-    }
+    if (mode == Mode::GPU && usable("CUDNN")) return "CUDNN";
     return "CAFFE";
   }
   if (requested == "CUDNN" && mode == Mode::CPU) {
@@ -96,9 +97,24 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
     return "CAFFE";
   }
   auto entry = engines.find(requested);
+  if (entry == engines.end() && requested == "ONEDNN") {
+#ifdef DOPPIO_WITH_ONEDNN
+    DOPPIO_FAIL() << "layer '" << param.name() << "' (" << param.type()
+                  << ") asks for engine ONEDNN, which has no " << param.type() << " layer";
+#else
+    DOPPIO_FAIL() << "layer '" << param.name() << "' (" << param.type()
+                  << ") asks for engine ONEDNN, but this build has no oneDNN (install "
+                  << "libdnnl-dev and configure with -DDOPPIO_ONEDNN=AUTO or ON)";
+#endif
+  }
   DOPPIO_ENSURE(entry != engines.end())
       << "layer '" << param.name() << "' (" << param.type() << ") asks for engine " << requested
       << ", which this build does not provide";
+  if (requested == "ONEDNN" && mode == Mode::GPU) {
+    VLOG(1) << "layer '" << param.name() << "' asks for engine ONEDNN; on the GPU it runs "
+            << "Doppio's own kernels";
+    return "CAFFE";
+  }
   const std::string why = reason(entry->second);
   DOPPIO_ENSURE(why.empty()) << "layer '" << param.name() << "' (" << param.type()
                              << ") asks for engine " << requested
@@ -115,7 +131,9 @@ std::shared_ptr<Layer<Dtype>> LayerRegistry<Dtype>::CreateLayer(const LayerParam
   DOPPIO_ENSURE(entry != engines.end())
       << "layer '" << param.name() << "' (" << param.type() << "): engine " << engine
       << " is not registered for this type";
-  return entry->second.creator(param);
+  std::shared_ptr<Layer<Dtype>> layer = entry->second.creator(param);
+  layer->set_engine(engine);
+  return layer;
 }
 
 DOPPIO_INSTANTIATE_CLASS(LayerRegistry);

@@ -7,11 +7,13 @@
 #include <set>
 #include <sstream>
 
+#include "doppio/core/debug_info.hpp"
 #include "doppio/core/insert_splits.hpp"
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/device/gpu_math.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/upgrade_net.hpp"
 
 namespace doppio {
 
@@ -122,6 +124,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   CheckSupportedFields(in_param, "net '" + in_param.name() + "'");
   phase_ = in_param.state().phase();
   name_ = in_param.name();
+  debug_info_ = in_param.debug_info();
   const NetParameter param = InsertSplits(FilterNet(UpgradeLegacyInputs(in_param)));
   LOG(INFO) << "Initializing net '" << name_ << "' for phase " << Phase_Name(phase_);
 
@@ -234,6 +237,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
 
   LOG(INFO) << "Network '" << name_ << "' (" << Phase_Name(phase_) << "): " << layers_.size()
             << " layers, " << arena_count_ << " learnable parameters";
+  LogEngines();
   LOG(INFO) << "Memory required for data: " << memory_used * sizeof(Dtype) << " bytes";
   LOG(INFO) << "Memory required for parameters: " << parameter_bytes()
             << " bytes; activations (data + diff): " << activation_bytes() << " bytes";
@@ -519,6 +523,7 @@ Dtype Net<Dtype>::ForwardFromTo(int start, int end) {
   Dtype loss = 0;
   for (int i = start; i <= end; ++i) {
     loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+    if (debug_info_) LogForwardDebugInfo(*this, i);
     for (const auto& callback : after_forward_) callback(i);
   }
   return loss;
@@ -538,6 +543,7 @@ void Net<Dtype>::BackwardFromTo(int start, int end) {
   for (int i = start; i >= end; --i) {
     if (layer_need_backward_[i]) {
       layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
+      if (debug_info_) LogBackwardDebugInfo(*this, i);
     }
     for (const auto& callback : after_backward_) callback(i);
   }
@@ -578,6 +584,7 @@ void Net<Dtype>::ClearParamDiffs() {
 template <typename Dtype>
 bool Net<Dtype>::Update() {
   if (arena_count_ == 0) return true;
+  if (debug_info_) LogUpdateDebugInfo(*this);
 #ifdef DOPPIO_WITH_CUDA
   if (gpu_) {
     return gpu_axpy_finite(*gpu_, arena_count_, Dtype(-1), arena_gpu_diff(),
@@ -592,6 +599,20 @@ std::string Net<Dtype>::layer_label(int layer_id) const {
   const std::string& name = layer_names_[layer_id];
   if (std::count(layer_names_.begin(), layer_names_.end(), name) < 2) return name;
   return name + "#" + std::to_string(layer_id);
+}
+
+template <typename Dtype>
+void Net<Dtype>::LogEngines() const {
+  std::map<std::string, std::vector<std::string>> labels_by_engine;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    labels_by_engine[layers_[i]->engine()].push_back(layer_label(static_cast<int>(i)));
+  }
+  for (const auto& [engine, labels] : labels_by_engine) {
+    std::ostringstream list;
+    for (const auto& label : labels) list << " " << label;
+    LOG(INFO) << "Engine " << engine << " runs " << labels.size() << " layer"
+              << (labels.size() == 1 ? "" : "s") << ":" << list.str();
+  }
 }
 
 template <typename Dtype>
@@ -638,6 +659,9 @@ void Net<Dtype>::CopyLayerBlobs(int layer_id,
 
 template <typename Dtype>
 void Net<Dtype>::CopyTrainedLayersFrom(const NetParameter& param) {
+  DOPPIO_ENSURE(!NetNeedsUpgrade(param))
+      << "net '" << name() << "': the weights are in Caffe's old 'layers' format; upgrade them "
+      << "first (UpgradeNetAsNeeded)";
   const auto copy_layer = [this](const auto& source) {
     // Caffe searches its layers in order: the first of a name takes the weights.
     const auto first = std::find(layer_names_.begin(), layer_names_.end(), source.name());
@@ -648,11 +672,13 @@ void Net<Dtype>::CopyTrainedLayersFrom(const NetParameter& param) {
     CopyLayerBlobs(static_cast<int>(first - layer_names_.begin()), source.blobs());
   };
   for (const auto& layer : param.layer()) copy_layer(layer);
-  for (const auto& layer : param.layers()) copy_layer(layer);
 }
 
 template <typename Dtype>
 void Net<Dtype>::RestoreTrainedLayersFrom(const NetParameter& param) {
+  DOPPIO_ENSURE(!NetNeedsUpgrade(param))
+      << "net '" << name() << "': the weights are in Caffe's old 'layers' format; upgrade them "
+      << "first (UpgradeNetAsNeeded)";
   std::map<std::string, int> taken;
   const auto copy_layer = [this, &taken](const auto& source) {
     int occurrence = taken[source.name()]++;
@@ -664,14 +690,14 @@ void Net<Dtype>::RestoreTrainedLayersFrom(const NetParameter& param) {
     LOG(INFO) << "Ignoring source layer " << source.name();
   };
   for (const auto& layer : param.layer()) copy_layer(layer);
-  for (const auto& layer : param.layers()) copy_layer(layer);
 }
 
 template <typename Dtype>
 void Net<Dtype>::CopyTrainedLayersFromFile(const std::string& path) {
   NetParameter param;
   ReadProtoFromBinaryFile(path, &param);
-  DOPPIO_ENSURE(param.layer_size() > 0 || param.layers_size() > 0)
+  UpgradeNetAsNeeded(path, &param);
+  DOPPIO_ENSURE(param.layer_size() > 0)
       << path << ": not a weights file (a NetParameter with layers); it holds no layers";
   CopyTrainedLayersFrom(param);
 }

@@ -113,6 +113,7 @@ void* SyncedMemory::mutable_cpu_data() {
   if (parent_) return static_cast<char*>(parent_->mutable_cpu_data()) + offset_;
   ToCpu();
   head_ = Head::kHost;
+  ++write_count_;
   return cpu_ptr_;
 }
 
@@ -174,6 +175,7 @@ void* SyncedMemory::mutable_gpu_data(GpuContext& gpu) {
   if (parent_) return static_cast<char*>(parent_->mutable_gpu_data(gpu)) + offset_;
   ToGpu(gpu);
   head_ = Head::kDevice;
+  ++write_count_;
   return gpu_ptr_;
 }
 

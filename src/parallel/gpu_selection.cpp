@@ -138,13 +138,16 @@ std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> 
                                                   std::size_t chunk_bytes) {
   DOPPIO_ENSURE(base != nullptr && gpu != nullptr) << "MakeGpuCommunicator: no base or no GPU";
   if (base->size() == 1) return base;
-  const std::uint64_t mine[3] = {HostNameHash(), static_cast<std::uint64_t>(gpu->device()),
-                                 PciBusIdKey(gpu->pci_bus_id())};
-  std::vector<std::uint64_t> all(3 * base->size());
-  base->Allgather(mine, all.data(), 3, CommType::kUInt64, "ranks' GPUs");
+  const std::uint64_t mine[4] = {HostNameHash(), static_cast<std::uint64_t>(gpu->device()),
+                                 PciBusIdKey(gpu->pci_bus_id()), base->accepts_device_buffers()};
+  std::vector<std::uint64_t> all(4 * base->size());
+  base->Allgather(mine, all.data(), 4, CommType::kUInt64, "ranks' GPUs");
   std::vector<RankDevice> ranks(base->size());
+  // Device buffers go to MPI as they are only if every rank's MPI takes them.
+  bool cuda_aware = true;
   for (int r = 0; r < base->size(); ++r) {
-    ranks[r] = {all[3 * r], static_cast<int>(all[3 * r + 1]), all[3 * r + 2]};
+    ranks[r] = {all[4 * r], static_cast<int>(all[4 * r + 1]), all[4 * r + 2]};
+    cuda_aware = cuda_aware && all[4 * r + 3] != 0;
   }
   // The same data on every rank: every rank takes the same path.
   const DeviceCommChoice choice = ChooseDeviceCommPath(ranks, kBuiltWithNccl, allow_nccl);
@@ -156,9 +159,17 @@ std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> 
     return nccl;
   }
 #endif
+  if (cuda_aware) {
+    auto direct = std::make_shared<StagingCommunicator>(base, MakeGpuMemoryOps(gpu), chunk_bytes,
+                                                        DeviceBufferPath::kDirect);
+    LOG(INFO) << "Gradient exchange between the GPUs: CUDA-aware MPI, device buffers passed "
+              << "directly in " << chunk_bytes / 1024.0 << " KB chunks (" << choice.reason << ")";
+    return direct;
+  }
   auto staged = std::make_shared<StagingCommunicator>(base, MakeGpuMemoryOps(gpu), chunk_bytes);
   LOG(INFO) << "Gradient exchange between the GPUs: MPI, staged through pinned host memory in "
-            << chunk_bytes / 1024.0 << " KB chunks (" << choice.reason << ")";
+            << chunk_bytes / 1024.0 << " KB chunks (" << choice.reason
+            << "; the MPI library is not CUDA-aware)";
   return staged;
 }
 

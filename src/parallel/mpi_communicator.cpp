@@ -15,8 +15,9 @@ namespace {
 CommHandle SubmitInPlace(MpiEngine& engine, InPlaceKind kind, void* buffer, std::size_t count,
                          CommType type, ReduceOp op, int root, MemoryKind where,
                          const std::string& label) {
-  DOPPIO_ENSURE(where == MemoryKind::kHost)
-      << label << ": a device buffer, but this build has no device memory support";
+  DOPPIO_ENSURE(where == MemoryKind::kHost || engine.cuda_aware())
+      << label << ": a device buffer, but this MPI is not CUDA-aware (stage it through host "
+      << "memory: StagingCommunicator)";
   return engine.Submit(MakeInPlaceOp(kind, buffer, count, type, op, root), label,
                        count * CommTypeSize(type));
 }
@@ -43,6 +44,7 @@ int MpiCommunicator::rank() const { return engine_->rank(); }
 int MpiCommunicator::size() const { return engine_->size(); }
 int MpiCommunicator::local_rank() const { return engine_->local_rank(); }
 int MpiCommunicator::local_size() const { return engine_->local_size(); }
+bool MpiCommunicator::accepts_device_buffers() const { return engine_->cuda_aware(); }
 std::uint64_t MpiCommunicator::issued() const { return engine_->progress().issued(); }
 
 std::string MpiCommunicator::description() const {
@@ -52,8 +54,8 @@ std::string MpiCommunicator::description() const {
        << (level == MPI_THREAD_MULTIPLE     ? "multiple"
            : level == MPI_THREAD_SERIALIZED ? "serialized"
                                             : "funneled")
-       << "), " << size() << " rank" << (size() == 1 ? "" : "s") << ", " << local_size()
-       << " on this node";
+       << (engine_->cuda_aware() ? ", CUDA-aware" : "") << "), " << size() << " rank"
+       << (size() == 1 ? "" : "s") << ", " << local_size() << " on this node";
   return text.str();
 }
 

@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <chrono>
 
+// Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT and MPIX_Query_cuda_support.
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
 #include "doppio/core/common.hpp"
 
 namespace doppio {
@@ -77,6 +82,9 @@ void MpiEngine::Initialize() {
   library_.assign(version, length);
   library_ = library_.substr(0, library_.find_first_of(",\n"));
   thread_level_ = provided;
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  cuda_aware_ = MPIX_Query_cuda_support() == 1;
+#endif
   watchdog_ = std::make_unique<MpiWatchdog>(control_, rank_, size_, progress_);
 }
 

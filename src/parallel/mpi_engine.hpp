@@ -57,6 +57,10 @@ class MpiEngine {
   int local_size() const { return local_size_; }
   int thread_level() const { return thread_level_; }
   const std::string& library() const { return library_; }
+  // Whether the MPI library reads and writes CUDA device memory itself (Open MPI built with
+  // CUDA: MPIX_Query_cuda_support), asked at run time, as the library may differ from the
+  // one compiled against.
+  bool cuda_aware() const { return cuda_aware_; }
 
   MpiWatchdog& watchdog() { return *watchdog_; }
   const MpiProgress& progress() const { return progress_; }
@@ -86,6 +90,7 @@ class MpiEngine {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   int thread_level_ = 0;
   std::string library_;
+  bool cuda_aware_ = false;
   std::unique_ptr<MpiWatchdog> watchdog_;
 
   // Threads blocked in CommRequest::Wait: while there are any, the thread polls flat out.

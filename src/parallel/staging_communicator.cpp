@@ -86,6 +86,7 @@ struct StagingCommunicator::Impl {
   Communicator* base = nullptr;
   std::shared_ptr<DeviceMemoryOps> ops;
   std::size_t chunk_bytes = 0;
+  DeviceBufferPath path = DeviceBufferPath::kStaged;
   std::thread thread;
   std::shared_ptr<Waker> waker = std::make_shared<Waker>();
 
@@ -199,20 +200,25 @@ void StagingCommunicator::Impl::IssueChunk(StagedOp& op, const std::string& labe
   const std::size_t element = CommTypeSize(op.type);
   const std::size_t first = op.next_chunk * op.chunk_elements;
   const std::size_t elements = std::min(op.chunk_elements, op.count - first);
-  void* host = AcquirePinned();
-  if (op.CopiesIn(base->rank())) {
-    ops->CopyToHost(host, op.device + first * element, elements * element);
+  void* host = nullptr;
+  void* buffer = op.device + first * element;
+  MemoryKind where = MemoryKind::kDevice;
+  if (path == DeviceBufferPath::kStaged) {
+    host = AcquirePinned();
+    if (op.CopiesIn(base->rank())) ops->CopyToHost(host, buffer, elements * element);
+    buffer = host;
+    where = MemoryKind::kHost;
   }
   CommHandle request;
   switch (op.kind) {
     case StagedKind::kAllreduce:
-      request = base->IAllreduce(host, elements, op.type, op.op, MemoryKind::kHost, label);
+      request = base->IAllreduce(buffer, elements, op.type, op.op, where, label);
       break;
     case StagedKind::kReduce:
-      request = base->IReduce(host, elements, op.type, op.op, op.root, MemoryKind::kHost, label);
+      request = base->IReduce(buffer, elements, op.type, op.op, op.root, where, label);
       break;
     case StagedKind::kBroadcast:
-      request = base->IBroadcast(host, elements, op.type, op.root, MemoryKind::kHost, label);
+      request = base->IBroadcast(buffer, elements, op.type, op.root, where, label);
       break;
   }
   op.in_flight.push_back({op.next_chunk, host, request});
@@ -229,6 +235,11 @@ bool StagingCommunicator::Impl::Pump(StagedOp& op, const std::string& label) {
     }
     if (op.in_flight.empty() || !op.in_flight.front().request->Test()) return progressed;
     const StagedOp::InFlight& front = op.in_flight.front();
+    if (front.host == nullptr) {
+      op.in_flight.pop_front();
+      progressed = true;
+      continue;
+    }
     if (op.CopiesOut(base->rank())) {
       const std::size_t element = CommTypeSize(op.type);
       const std::size_t first = front.chunk * op.chunk_elements;
@@ -370,11 +381,15 @@ void StagingCommunicator::Impl::Run() {
 
 StagingCommunicator::StagingCommunicator(std::shared_ptr<Communicator> base,
                                          std::shared_ptr<DeviceMemoryOps> ops,
-                                         std::size_t chunk_bytes)
+                                         std::size_t chunk_bytes, DeviceBufferPath path)
     : base_(std::move(base)), impl_(std::make_unique<Impl>()) {
   DOPPIO_ENSURE(base_ != nullptr && ops != nullptr)
       << "StagingCommunicator: no base or no device memory operations";
   DOPPIO_ENSURE(chunk_bytes > 0) << "staging chunk size must be positive";
+  DOPPIO_ENSURE(path == DeviceBufferPath::kStaged || base_->accepts_device_buffers())
+      << "StagingCommunicator: device buffers passed directly, but " << base_->description()
+      << " does not take device buffers";
+  impl_->path = path;
   impl_->base = base_.get();
   impl_->ops = std::move(ops);
   impl_->chunk_bytes = chunk_bytes;
@@ -393,8 +408,13 @@ StagingCommunicator::~StagingCommunicator() {
 
 std::string StagingCommunicator::description() const {
   std::ostringstream text;
-  text << "device buffers staged through pinned host memory in " << impl_->chunk_bytes / 1024.0
-       << " KB chunks, over " << base_->description();
+  if (impl_->path == DeviceBufferPath::kDirect) {
+    text << "device buffers passed directly in " << impl_->chunk_bytes / 1024.0 << " KB chunks to "
+         << base_->description();
+  } else {
+    text << "device buffers staged through pinned host memory in " << impl_->chunk_bytes / 1024.0
+         << " KB chunks, over " << base_->description();
+  }
   return text.str();
 }
 

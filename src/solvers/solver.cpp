@@ -83,7 +83,12 @@ std::string FormatDuration(double seconds) {
 template <typename Dtype>
 Solver<Dtype>::Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
     : param_(param), gpu_(std::move(gpu)) {
-  UpgradeSolverType(&param_);
+  if (param_.has_solver_type()) {
+    const std::string old_type = SolverParameter::SolverType_Name(param_.solver_type());
+    UpgradeSolverType(&param_);
+    LOG(INFO) << "Upgraded Caffe's old solver_type: " << old_type << " to type: \"" << param_.type()
+              << "\" (`doppio upgrade_solver` writes the upgraded file)";
+  }
   CheckParameters();
   CheckSnapshotWritePermissions();
   if (param_.random_seed() >= 0) {
@@ -181,6 +186,7 @@ void Solver<Dtype>::InitTrainNet() {
   state.MergeFrom(param_.train_state());
   *net_param.mutable_state() = state;
   net_ = std::make_shared<Net<Dtype>>(net_param, seed_, gpu_);
+  net_debug_info_ = net_param.debug_info();
   for (const std::string& weights : param_.weights()) LoadNetWeights(net_.get(), weights);
 }
 
@@ -342,6 +348,9 @@ void Solver<Dtype>::Step(int iters) {
       if (callbacks.on_start) callbacks.on_start();
     }
     divergence_.reset();
+    // As Caffe: the solver's debug_info logs only on display iterations, or it would drown
+    // the log.
+    net_->set_debug_info(net_debug_info_ || (param_.debug_info() && display_now()));
     Dtype loss = 0;
     for (int i = 0; i < param_.iter_size(); ++i) loss += net_->ForwardBackward();
     loss /= param_.iter_size();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "doppio/util/io.hpp"
+#include "doppio/util/upgrade_net.hpp"
 
 namespace doppio {
 
@@ -15,8 +16,7 @@ namespace {
 
 using BlobShapes = std::vector<std::vector<int>>;
 
-// Layer name -> the shapes of the blobs of each layer of that name, in file order, for
-// current and V1 layer entries alike.
+// Layer name -> the shapes of the blobs of each layer of that name, in file order.
 std::map<std::string, std::vector<BlobShapes>> LayerBlobShapes(const NetParameter& param) {
   std::map<std::string, std::vector<BlobShapes>> shapes;
   const auto add = [&shapes](const std::string& name,
@@ -25,7 +25,6 @@ std::map<std::string, std::vector<BlobShapes>> LayerBlobShapes(const NetParamete
     for (const auto& blob : blobs) entry.push_back(BlobProtoShape(blob));
   };
   for (const auto& layer : param.layer()) add(layer.name(), layer.blobs());
-  for (const auto& layer : param.layers()) add(layer.name(), layer.blobs());
   return shapes;
 }
 
@@ -56,7 +55,8 @@ void LoadNetWeights(Net<Dtype>* net, const std::string& files) {
   for (const std::string& file : SplitFiles(files)) {
     NetParameter weights;
     ReadProtoFromBinaryFile(file, &weights);
-    DOPPIO_ENSURE(weights.layer_size() + weights.layers_size() > 0)
+    UpgradeNetAsNeeded(file, &weights);
+    DOPPIO_ENSURE(weights.layer_size() > 0)
         << file << ": not a .caffemodel (a binary NetParameter holding layers was expected)";
     // Copying by name skips unknown layers silently; a file sharing no layer with the net
     // is almost always the wrong file (or not a .caffemodel at all).
@@ -87,7 +87,7 @@ void LoadNetWeights(Net<Dtype>* net, const std::string& files) {
       }
     }
     DOPPIO_ENSURE(with_params == 0 || matched > 0)
-        << file << ": none of its " << weights.layer_size() + weights.layers_size()
+        << file << ": none of its " << weights.layer_size()
         << " layers matches a layer with weights in net '" << net->name()
         << "' by name; is it a .caffemodel for this net?";
     net->CopyTrainedLayersFrom(weights);

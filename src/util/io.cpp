@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "doppio/util/fault_points.hpp"
+#include "doppio/util/upgrade_net.hpp"
 
 namespace doppio {
 
@@ -200,9 +201,9 @@ void WriteProtoToTextFile(const google::protobuf::Message& message, const std::s
 }
 
 void CheckSupportedFields(const NetParameter& param, const std::string& origin) {
-  DOPPIO_ENSURE(param.layers_size() == 0)
-      << origin << ": uses Caffe's V1 'layers' format, which Doppio does not read; upgrade it "
-      << "to 'layer' blocks (Caffe's upgrade_net_proto_text does this)";
+  DOPPIO_ENSURE(!NetNeedsUpgrade(param))
+      << origin << ": holds Caffe's old 'layers' blocks, which must be upgraded to 'layer' "
+      << "blocks first (UpgradeNetAsNeeded; `doppio upgrade_net` for a file)";
   for (const auto& layer : param.layer()) {
     CheckMessage(layer, origin + ", layer '" + layer.name() + "'", "");
   }
@@ -211,6 +212,7 @@ void CheckSupportedFields(const NetParameter& param, const std::string& origin) 
 NetParameter ReadNetParamsFromTextString(const std::string& text, const std::string& origin) {
   NetParameter param;
   ReadProtoFromTextString(text, origin, &param);
+  UpgradeNetAsNeeded(origin, &param);
   CheckSupportedFields(param, origin);
   return param;
 }
@@ -231,14 +233,16 @@ SolverParameter ReadSolverParamsFromTextFile(const std::string& path) {
                 param.has_train_net_param())
       << path << ": no training net; set one of net, net_param, train_net or train_net_param "
       << "(an empty file, or not a solver prototxt?)";
-  const auto ensure_layers = [&path](const NetParameter& net, const std::string& field) {
-    DOPPIO_ENSURE(net.layer_size() > 0 || net.layers_size() > 0)
-        << path << ": its " << field << " defines no layers";
+  const auto upgrade_and_check = [&path](NetParameter* net, const std::string& field) {
+    UpgradeNetAsNeeded(path + " (" + field + ")", net);
+    DOPPIO_ENSURE(net->layer_size() > 0) << path << ": its " << field << " defines no layers";
   };
-  if (param.has_net_param()) ensure_layers(param.net_param(), "net_param");
-  if (param.has_train_net_param()) ensure_layers(param.train_net_param(), "train_net_param");
+  if (param.has_net_param()) upgrade_and_check(param.mutable_net_param(), "net_param");
+  if (param.has_train_net_param()) {
+    upgrade_and_check(param.mutable_train_net_param(), "train_net_param");
+  }
   for (int i = 0; i < param.test_net_param_size(); ++i) {
-    ensure_layers(param.test_net_param(i), "test_net_param #" + std::to_string(i));
+    upgrade_and_check(param.mutable_test_net_param(i), "test_net_param #" + std::to_string(i));
   }
   return param;
 }

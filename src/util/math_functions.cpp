@@ -209,6 +209,7 @@ void rng_bernoulli(int n, Dtype p, Rng& rng, unsigned int* r) {
 }
 
 void SetBlasThreads(int threads) { openblas_set_num_threads(threads); }
+int BlasThreads() { return openblas_get_num_threads(); }
 
 #define DOPPIO_INSTANTIATE_MATH(Dtype)                                     \
   template void cpu_axpby<Dtype>(int, Dtype, const Dtype*, Dtype, Dtype*); \

@@ -88,6 +88,48 @@ TEST(LayerEngineTest, WithoutCudnnTheGpuGetsCaffe) {
 }
 #endif
 
+#ifdef DOPPIO_WITH_ONEDNN
+TEST(LayerEngineTest, ExplicitOnednnOnTheCpu) {
+  const auto layer = LayerRegistry<float>::CreateLayer(
+      Param("type: 'Convolution' convolution_param { num_output: 2 kernel_size: 1 engine: ONEDNN "
+            "}"),
+      Mode::CPU);
+  EXPECT_EQ(layer->engine(), "ONEDNN");
+  // oneDNN has no GPU code: on the GPU the layer runs Doppio's own kernels.
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'Convolution' convolution_param { num_output: 2 kernel_size: 1 "
+                      "engine: ONEDNN }"),
+                Mode::GPU),
+            "CAFFE");
+}
+
+TEST(LayerEngineTest, ExplicitOnednnForATypeItLacksIsAnError) {
+  ExpectError(
+      [] {
+        LayerRegistry<float>::CreateLayer(Param("type: 'Sigmoid' sigmoid_param { engine: ONEDNN }"),
+                                          Mode::CPU);
+      },
+      {"layer 'l' (Sigmoid)", "engine ONEDNN", "has no Sigmoid layer"});
+}
+#else
+TEST(LayerEngineTest, WithoutOnednnExplicitOnednnIsAnError) {
+  ExpectError(
+      [] {
+        LayerRegistry<float>::CreateLayer(
+            Param("type: 'Convolution' convolution_param { num_output: 2 kernel_size: 1 engine: "
+                  "ONEDNN }"),
+            Mode::CPU);
+      },
+      {"layer 'l' (Convolution)", "engine ONEDNN", "no oneDNN", "libdnnl-dev"});
+}
+#endif
+
+TEST(LayerEngineTest, RegistryRecordsTheEngineOnTheLayer) {
+  const auto layer = LayerRegistry<float>::CreateLayer(
+      Param("type: 'ReLU' relu_param { engine: CAFFE }"), Mode::CPU);
+  EXPECT_EQ(layer->engine(), "CAFFE");
+}
+
 TEST(LayerEngineTest, GpuModeWithoutAContextIsAnError) {
   auto layer = LayerRegistry<float>::CreateLayer(Param("type: 'ReLU'"), Mode::CPU);
   Blob<float> bottom({2, 3}), top;

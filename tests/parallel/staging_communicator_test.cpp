@@ -19,26 +19,29 @@ namespace {
 using test::FakeDevice;
 using test::GatedDevice;
 
-// A host communicator of one rank whose allreduce doubles the buffer, as two ranks with
-// equal data would. Its operations complete at once, or, while `hold` is set, when the
-// test releases them.
+// A communicator of one rank whose allreduce doubles the buffer, as two ranks with equal
+// data would. It takes buffers of one kind: host memory, or device memory as a CUDA-aware
+// MPI does. Its operations complete at once, or, while `hold` is set, when the test
+// releases them.
 class RecordingBase : public SelfCommunicator {
  public:
+  explicit RecordingBase(MemoryKind takes = MemoryKind::kHost) : takes_(takes) {}
+  bool accepts_device_buffers() const override { return takes_ == MemoryKind::kDevice; }
   CommHandle IAllreduce(void* buffer, std::size_t count, CommType type, ReduceOp op,
                         MemoryKind where, const std::string& label) override {
-    EXPECT_EQ(where, MemoryKind::kHost) << label;
+    EXPECT_EQ(where, takes_) << label;
     float* values = static_cast<float*>(buffer);
     for (std::size_t i = 0; i < count; ++i) values[i] *= 2;
     return Record(SelfCommunicator::IAllreduce(buffer, count, type, op, where, label));
   }
   CommHandle IReduce(void* buffer, std::size_t count, CommType type, ReduceOp op, int root,
                      MemoryKind where, const std::string& label) override {
-    EXPECT_EQ(where, MemoryKind::kHost) << label;
+    EXPECT_EQ(where, takes_) << label;
     return Record(SelfCommunicator::IReduce(buffer, count, type, op, root, where, label));
   }
   CommHandle IBroadcast(void* buffer, std::size_t count, CommType type, int root, MemoryKind where,
                         const std::string& label) override {
-    EXPECT_EQ(where, MemoryKind::kHost) << label;
+    EXPECT_EQ(where, takes_) << label;
     return Record(SelfCommunicator::IBroadcast(buffer, count, type, root, where, label));
   }
   CommHandle IBarrier(const std::string& label) override {
@@ -75,6 +78,7 @@ class RecordingBase : public SelfCommunicator {
     return handle;
   }
 
+  MemoryKind takes_;
   std::mutex mutex_;
   std::vector<std::string> labels_;
   bool hold_ = false;
@@ -110,6 +114,39 @@ TEST(StagingCommunicatorTest, DeviceBuffersGoToTheBaseInChunksThroughTwoPinnedBu
   }
   // Its pinned memory goes with the communicator.
   EXPECT_EQ(device->frees, device->allocations);
+}
+
+TEST(StagingCommunicatorTest, CudaAwareBaseGetsTheDeviceChunksWithoutCopies) {
+  auto base = std::make_shared<RecordingBase>(MemoryKind::kDevice);
+  auto device = std::make_shared<GatedDevice>();
+  StagingCommunicator comm(base, device, 1000, DeviceBufferPath::kDirect);
+  EXPECT_NE(comm.description().find("passed directly"), std::string::npos) << comm.description();
+  std::vector<float> gradients(2600);
+  for (std::size_t i = 0; i < gradients.size(); ++i) gradients[i] = float(i);
+  auto handle = comm.IAllreduce(gradients.data(), gradients.size(), CommType::kFloat,
+                                ReduceOp::kSum, MemoryKind::kDevice, "gradients");
+  // The device work before it has not finished: nothing reaches the base.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(handle->Test());
+  EXPECT_TRUE(base->labels().empty());
+  device->open = true;
+  handle->Wait();
+  for (std::size_t i = 0; i < gradients.size(); ++i) ASSERT_EQ(gradients[i], 2.f * i) << i;
+  EXPECT_EQ(base->labels(), std::vector<std::string>(11, "gradients"));
+  EXPECT_EQ(device->to_host, 0);
+  EXPECT_EQ(device->to_device, 0);
+  EXPECT_EQ(device->allocations, 0);
+}
+
+TEST(StagingCommunicatorTest, DirectPathNeedsABaseThatTakesDeviceBuffers) {
+  try {
+    StagingCommunicator comm(std::make_shared<RecordingBase>(), std::make_shared<FakeDevice>(),
+                             1000, DeviceBufferPath::kDirect);
+    ADD_FAILURE() << "no Error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("does not take device buffers"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(StagingCommunicatorTest, RootCopiesInOnlyForBroadcastAndOutOnlyForReduce) {

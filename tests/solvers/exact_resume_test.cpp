@@ -15,6 +15,7 @@
 #include "doppio/data/db.hpp"
 #include "doppio/data/image_io.hpp"
 #include "doppio/util/io.hpp"
+#include "log_capture.hpp"
 #include "solver_test_util.hpp"
 
 namespace doppio {
@@ -134,19 +135,11 @@ TEST_F(ExactResumeTest, AStateWithoutAPositionRestartsTheDataWithAWarning) {
   state.clear_data_position();
   WriteProtoToBinaryFile(state, state_file);
 
-  struct Warnings : google::LogSink {
-    Warnings() { google::AddLogSink(this); }
-    ~Warnings() override { google::RemoveLogSink(this); }
-    void send(google::LogSeverity severity, const char*, const char*, int,
-              const google::LogMessageTime&, const char* message, size_t length) override {
-      if (severity == google::WARNING) text.append(message, length).append("\n");
-    }
-    std::string text;
-  } warnings;
+  LogCapture warnings(google::WARNING);
   auto resumed = SolverRegistry<float>::CreateSolver(param);
   resumed->Restore(state_file);
-  EXPECT_CONTAINS(warnings.text, "no data position for layer 'data'");
-  EXPECT_CONTAINS(warnings.text, "starts over");
+  EXPECT_CONTAINS(warnings.text(), "no data position for layer 'data'");
+  EXPECT_CONTAINS(warnings.text(), "starts over");
   resumed->Step(kTotal - kBefore);
   EXPECT_NE(Weights(*resumed), Uninterrupted(param));
 }

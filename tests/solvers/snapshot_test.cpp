@@ -12,6 +12,7 @@
 
 #include "doppio/solvers/sgd_solvers.hpp"
 #include "doppio/util/io.hpp"
+#include "log_capture.hpp"
 #include "solver_test_util.hpp"
 #include "write_fault.hpp"
 
@@ -219,17 +220,6 @@ void ExpectResumesIdentically(SolverParameter param, const std::string& state_fi
   EXPECT_EQ(Weights(*resumed), Weights(reference));
 }
 
-// Collects the warnings logged while it lives.
-struct WarningCapture : google::LogSink {
-  WarningCapture() { google::AddLogSink(this); }
-  ~WarningCapture() override { google::RemoveLogSink(this); }
-  void send(google::LogSeverity severity, const char*, const char*, int,
-            const google::LogMessageTime&, const char* message, size_t length) override {
-    if (severity == google::WARNING) warnings.emplace_back(message, length);
-  }
-  std::vector<std::string> warnings;
-};
-
 TYPED_TEST(SnapshotTest, RestoreContinuesBitIdentically) {
   using Dtype = TypeParam;
   for (const std::string type : kTypes) {
@@ -309,9 +299,9 @@ TYPED_TEST(SnapshotTest, CaffesStateResumesIdentically) {
       const std::string state_file =
           WriteHandMadeState(*reference, this->dir_.path() + "/caffe", false);
       reference->Step(kAfter);
-      WarningCapture capture;
+      LogCapture capture(google::WARNING);
       ExpectResumesIdentically(param, state_file, *reference);
-      EXPECT_EQ(capture.warnings, std::vector<std::string>());
+      EXPECT_EQ(capture.lines, std::vector<std::string>());
     }
   }
 }
@@ -327,11 +317,11 @@ TYPED_TEST(SnapshotTest, OldArenaOrderedStateResumesWithAWarning) {
       const std::string state_file =
           WriteHandMadeState(*reference, this->dir_.path() + "/arena", true);
       reference->Step(kAfter);
-      WarningCapture capture;
+      LogCapture capture(google::WARNING);
       ExpectResumesIdentically(param, state_file, *reference);
-      ASSERT_EQ(capture.warnings.size(), 1u);
-      EXPECT_NE(capture.warnings[0].find(state_file), std::string::npos) << capture.warnings[0];
-      EXPECT_NE(capture.warnings[0].find("arena"), std::string::npos) << capture.warnings[0];
+      ASSERT_EQ(capture.lines.size(), 1u);
+      EXPECT_NE(capture.lines[0].find(state_file), std::string::npos) << capture.lines[0];
+      EXPECT_NE(capture.lines[0].find("arena"), std::string::npos) << capture.lines[0];
     }
   }
 }

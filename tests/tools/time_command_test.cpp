@@ -45,6 +45,42 @@ TEST(TimeCommand, TimesLeNetAndPrintsPerLayerTable) {
   EXPECT_NE(run.output.find("the net needs "), std::string::npos);
 }
 
+TEST(TimeCommand, EngineFlagPicksTheEngineOfEveryLayerItCanRun) {
+  const std::string args =
+      "time --model=models/lenet/train_val.prototxt --iterations=1 --input_shape=1,28,28 "
+      "--batch=2 --engine=";
+  const cli_test::Result caffe = RunFromSourceRoot(args + "CAFFE");
+  EXPECT_EQ(caffe.exit_code, 0) << caffe.output;
+  EXPECT_NE(caffe.output.find("Engine CAFFE runs 9 layers:"), std::string::npos) << caffe.output;
+#ifdef DOPPIO_WITH_ONEDNN
+  const cli_test::Result onednn = RunFromSourceRoot(args + "ONEDNN");
+  EXPECT_EQ(onednn.exit_code, 0) << onednn.output;
+  // The loss and the data have no oneDNN engine; they keep Doppio's own.
+  EXPECT_NE(
+      onednn.output.find("Engine ONEDNN runs 7 layers: conv1 pool1 conv2 pool2 ip1 relu1 ip2"),
+      std::string::npos)
+      << onednn.output;
+  EXPECT_NE(onednn.output.find("Convolution        ONEDNN"), std::string::npos) << onednn.output;
+#endif
+  const cli_test::Result bogus = RunFromSourceRoot(args + "WARP");
+  EXPECT_EQ(bogus.exit_code, 1);
+  EXPECT_NE(bogus.output.find("--engine=WARP"), std::string::npos) << bogus.output;
+}
+
+TEST(TimeCommand, ExplicitOnednnWhereItCannotRunNamesTheLayer) {
+  TempDir dir;
+  const std::string path = WriteFile(
+      dir, "stochastic.prototxt",
+      "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 1 dim: 1 dim: 4 "
+      "dim: 4 } } }\n"
+      "layer { name: 'pool' type: 'Pooling' bottom: 'x' top: 'y' pooling_param { "
+      "pool: STOCHASTIC kernel_size: 2 engine: ONEDNN } }\n");
+  const cli_test::Result run = RunFromSourceRoot("time --model=" + path);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("layer 'pool' (Pooling)"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("engine ONEDNN"), std::string::npos) << run.output;
+}
+
 TEST(TimeCommand, MissingModelFile) {
   const cli_test::Result run = RunFromSourceRoot("time --model=/no/such/net.prototxt");
   EXPECT_EQ(run.exit_code, 1);

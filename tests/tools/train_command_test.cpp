@@ -114,6 +114,40 @@ TEST_F(TrainCommandTest, TrainsSnapshotsAndLogsInCaffesForm) {
   }
 }
 
+TEST_F(TrainCommandTest, LayerWiseReduceFalseMeansBlockingSync) {
+  const std::string solver = Solver("layer_wise_reduce: false max_iter: 2");
+  const auto blocking = Train({"--solver=" + solver});
+  ASSERT_EQ(blocking.exit_code, 0) << blocking.output;
+  EXPECT_CONTAINS(blocking.output,
+                  "layer_wise_reduce: false, gradients are reduced after backward "
+                  "(--sync=blocking)");
+  const auto overlap = Train({"--solver=" + solver, "--sync=overlap"});
+  EXPECT_EQ(overlap.exit_code, 1) << overlap.output;
+  EXPECT_CONTAINS(overlap.output,
+                  "--sync=overlap contradicts layer_wise_reduce: false in " + solver);
+}
+
+TEST_F(TrainCommandTest, SolverDebugInfoLogsLayersOnDisplayIterations) {
+  const auto result = Train({"--solver=" + Solver("debug_info: true max_iter: 4 display: 2")});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto count = [&result](const std::string& line) {
+    int n = 0;
+    for (auto at = result.output.find(line); at != std::string::npos;
+         at = result.output.find(line, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  // Iterations 0 and 2 of 0..3 are displayed.
+  EXPECT_EQ(count("    [Forward] Layer ip1, top blob h data: "), 2) << result.output;
+  EXPECT_EQ(count("    [Forward] Layer ip1, param blob 0 data: "), 2);
+  EXPECT_EQ(count("    [Backward] Layer ip2, bottom blob h diff: "), 2);
+  EXPECT_EQ(count("    [Backward] Layer ip2, param blob 1 diff: "), 2);
+  EXPECT_EQ(count("    [Update] Layer ip1, param 0 data: "), 2);
+  // The data layer has no bottom to propagate to.
+  EXPECT_EQ(count("[Backward] Layer data"), 0);
+}
+
 TEST_F(TrainCommandTest, ResumesFromASnapshot) {
   const std::string solver = Solver("snapshot: 10");
   ASSERT_EQ(Train({"--solver=" + solver}).exit_code, 0);

@@ -13,6 +13,7 @@
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/thread_pool.hpp"
 #include "doppio/util/timer.hpp"
+#include "engine_override.hpp"
 #include "memory_report.hpp"
 #include "synthetic_inputs.hpp"
 
@@ -21,6 +22,9 @@ DEFINE_int32(batch, 0, "time: override the batch size of the net's inputs (0 kee
 DEFINE_string(input_shape, "",
               "time: C,H,W of the images a data layer would produce, when it cannot be "
               "inferred (from transform_param.crop_size: 3 channels of crop x crop).");
+DEFINE_string(engine, "",
+              "time: run every layer that the named engine (CAFFE, CUDNN, ONEDNN) can run on "
+              "it; empty keeps each layer's own choice.");
 
 namespace doppio {
 namespace {
@@ -46,6 +50,7 @@ int TimeCommand() {
   param.mutable_state()->set_level(FLAGS_level);
   for (const auto& stage : StagesFromFlag()) param.mutable_state()->add_stage(stage);
   param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFlag());
+  if (!FLAGS_engine.empty()) param = WithEngine(param, FLAGS_engine);
   std::shared_ptr<GpuContext> gpu = GpuFromFlags();
   Net<float> net(param, 1701, gpu);
   // GPU work is asynchronous: a layer's time is only known once its kernels have finished.
@@ -112,13 +117,15 @@ int TimeCommand() {
 
   // The same figures as a table on stdout.
   const double all = (forward_total + backward_total) / n;
-  std::printf("%-28s %-18s %12s %12s %7s\n", "layer", "type", "forward ms", "backward ms", "share");
+  std::printf("%-28s %-18s %-7s %12s %12s %7s\n", "layer", "type", "engine", "forward ms",
+              "backward ms", "share");
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const double f = forward_ms[i] / n, b = backward_ms[i] / n;
-    std::printf("%-28s %-18s %12.3f %12.3f %6.1f%%\n", net.layer_label(static_cast<int>(i)).c_str(),
-                layers[i]->type(), f, b, all > 0 ? 100.0 * (f + b) / all : 0.0);
+    std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n",
+                net.layer_label(static_cast<int>(i)).c_str(), layers[i]->type(),
+                layers[i]->engine().c_str(), f, b, all > 0 ? 100.0 * (f + b) / all : 0.0);
   }
-  std::printf("%-28s %-18s %12.3f %12.3f %6.1f%%\n", "total", "", forward_total / n,
+  std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", "total", "", "", forward_total / n,
               backward_total / n, 100.0);
   if (gpu) {
     std::printf("Average Forward-Backward: %.3f ms (%d iterations, %s)\n", all, FLAGS_iterations,

@@ -104,6 +104,19 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
 
   SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
   UpgradeSnapshotPrefix(FLAGS_solver, &solver_param);
+  // Caffe's layer_wise_reduce: false reduces the gradients only after backward, which is
+  // --sync=blocking; true (its default) is what overlap and reduce_bcast already do.
+  if (solver_param.has_layer_wise_reduce() && !solver_param.layer_wise_reduce()) {
+    if (gflags::GetCommandLineFlagInfoOrDie("sync").is_default) {
+      options->sync = SyncMode::kBlocking;
+      LOG(INFO) << FLAGS_solver << ": layer_wise_reduce: false, gradients are reduced after "
+                << "backward (--sync=blocking)";
+    } else {
+      DOPPIO_ENSURE(options->sync != SyncMode::kOverlap)
+          << "train: --sync=overlap contradicts layer_wise_reduce: false in " << FLAGS_solver
+          << " (which asks for the reduction after backward: --sync=blocking)";
+    }
+  }
   solver_param.mutable_train_state()->set_level(FLAGS_level);
   for (const std::string& stage : StagesFromFlag()) {
     solver_param.mutable_train_state()->add_stage(stage);

@@ -46,6 +46,10 @@ class Layer {
   const LayerParameter& layer_param() const { return layer_param_; }
   const std::string& name() const { return layer_param_.name(); }
   virtual const char* type() const { return ""; }
+  // The engine whose kernels the layer runs ("CAFFE", "CUDNN", "ONEDNN"), as the registry
+  // chose it; "CAFFE" for a layer constructed directly.
+  const std::string& engine() const { return engine_; }
+  void set_engine(std::string engine) { engine_ = std::move(engine); }
 
   Dtype loss(int top_index) const {
     return top_index < static_cast<int>(loss_.size()) ? loss_[top_index] : Dtype(0);
@@ -150,6 +154,7 @@ class Layer {
   std::vector<bool> param_propagate_down_;
   std::vector<Dtype> loss_;
   Mode mode_ = Mode::CPU;
+  std::string engine_ = "CAFFE";
   std::shared_ptr<GpuContext> gpu_;
   Rng rng_;
   std::shared_ptr<BatchPosition> batch_position_ = std::make_shared<BatchPosition>();

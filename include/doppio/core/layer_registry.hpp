@@ -1,5 +1,7 @@
 #pragma once
 
+#include <glog/logging.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -69,9 +71,12 @@ const LayerTraits& LayerTypeTraits(const std::string& type);
 // when it is the better available choice.
 //
 // Engine choice (the *_param.engine field): CAFFE is Doppio's own kernels; CUDNN is cuDNN,
-// which only runs on a GPU. DEFAULT means CUDNN for a layer created to run on the GPU, when
-// registered and able to handle the configuration, and CAFFE otherwise (CPU mode included).
-// An explicit CUDNN in CPU mode gets CAFFE too (the same results; cuDNN has no CPU code).
+// which only runs on a GPU; ONEDNN is oneDNN, which only runs on the CPU. DEFAULT means CUDNN
+// for a layer created to run on the GPU, when registered and able to handle the
+// configuration, and CAFFE otherwise (CPU mode included). An explicit CUDNN in CPU mode, or
+// ONEDNN in GPU mode, gets CAFFE too (the same results; neither library has the other's
+// code). An explicit engine the build lacks, or one that cannot run the configuration, is an
+// Error with the reason.
 template <typename Dtype>
 class LayerRegistry {
  public:
@@ -87,7 +92,7 @@ class LayerRegistry {
   // is unknown or unsupported (with the reason), or when the engine it asks for cannot run it.
   static std::shared_ptr<Layer<Dtype>> CreateLayer(const LayerParameter& param,
                                                    Mode mode = Mode::CPU);
-  // The engine CreateLayer picks ("CAFFE" or "CUDNN").
+  // The engine CreateLayer picks ("CAFFE", "CUDNN" or "ONEDNN").
   static std::string ChooseEngine(const LayerParameter& param, Mode mode);
   // The types CreateLayer can create (unsupported ones left out).
   static std::vector<std::string> Types();
@@ -155,6 +160,25 @@ struct LayerRegisterer {
         return std::shared_ptr<::doppio::Layer<double>>(new klass<double>(p)); \
       },                                                                       \
       unsupported)
+
+// Like DOPPIO_REGISTER_LAYER_ENGINE_IF, for an engine that computes in float only: a double
+// layer that asks for it gets an Error saying so, and DEFAULT does not choose it.
+#define DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF(type, engine, klass, unsupported)         \
+  static ::doppio::LayerRegisterer<float> g_##klass##_##engine##_f(                     \
+      #type, #engine,                                                                   \
+      [](const ::doppio::LayerParameter& p) {                                           \
+        return std::shared_ptr<::doppio::Layer<float>>(new klass(p));                   \
+      },                                                                                \
+      unsupported);                                                                     \
+  static ::doppio::LayerRegisterer<double> g_##klass##_##engine##_d(                    \
+      #type, #engine,                                                                   \
+      [](const ::doppio::LayerParameter&) -> std::shared_ptr<::doppio::Layer<double>> { \
+        LOG(FATAL) << "engine " #engine " was chosen for a double " #type " layer";     \
+        return nullptr;                                                                 \
+      },                                                                                \
+      [](const ::doppio::LayerParameter&) {                                             \
+        return std::string("engine " #engine " computes in float only, not double");    \
+      })
 
 // REGISTER_LAYER_CLASS(Convolution) registers ConvolutionLayer under type "Convolution".
 #define REGISTER_LAYER_CLASS(type) REGISTER_LAYER_CLASS_WITH_TRAITS(type, ::doppio::LayerTraits())

@@ -108,6 +108,8 @@ class Net {
   const std::vector<std::pair<int, int>>& param_layer_indices() const {
     return param_layer_indices_;
   }
+  // For each entry of params(): its ParamSpec name, or its index where it has none.
+  const std::vector<std::string>& param_display_names() const { return param_display_names_; }
   const std::vector<float>& params_lr() const { return params_lr_; }
   const std::vector<float>& params_weight_decay() const { return params_weight_decay_; }
   // For each learnable param: the layer whose backward makes its gradient final.
@@ -137,6 +139,12 @@ class Net {
   // Where layers share a name, the last of them (as in Caffe).
   std::shared_ptr<Layer<Dtype>> layer_by_name(const std::string& name) const;
 
+  // Caffe's debug_info (core/debug_info.hpp): per-layer data and diff magnitudes in the log
+  // during Forward, Backward and Update. On from the NetParameter's debug_info; the solver
+  // also turns it on for its display iterations when the solver's debug_info is set.
+  bool debug_info() const { return debug_info_; }
+  void set_debug_info(bool on) { debug_info_ = on; }
+
   void add_after_backward(BackwardCallback callback) {
     after_backward_.push_back(std::move(callback));
   }
@@ -165,6 +173,8 @@ class Net {
   void DecideBackward(const NetParameter& param);
   void BuildArena();
   void WarnSharedLayerNames() const;
+  // Logs which engine runs each layer (one line per engine).
+  void LogEngines() const;
   void CopyLayerBlobs(int layer_id, const google::protobuf::RepeatedPtrField<BlobProto>& blobs);
 
   std::string name_;
@@ -208,6 +218,7 @@ class Net {
   std::shared_ptr<SyncedMemory> arena_diff_;
   std::vector<BackwardCallback> after_backward_;
   std::vector<ForwardCallback> after_forward_;
+  bool debug_info_ = false;
 };
 
 }  // namespace doppio

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #ifdef DOPPIO_WITH_CUDA
@@ -40,6 +41,10 @@ class SyncedMemory {
   bool is_view() const { return parent_ != nullptr; }
   // The buffer that holds the bytes: for a view, its parent's; else this one.
   const SyncedMemory& storage() const { return parent_ ? parent_->storage() : *this; }
+  // How many times write access was handed out (mutable_cpu_data, mutable_gpu_data) to the
+  // bytes of the storage; a view counts its parent's. Caches derived from the contents (a
+  // oneDNN engine's reordered weights) compare it to know when to refresh.
+  std::uint64_t write_count() const { return parent_ ? parent_->write_count() : write_count_; }
   // The context this buffer's device copy belongs to; null while it has none.
   const std::shared_ptr<GpuContext>& gpu_context() const;
 
@@ -75,6 +80,7 @@ class SyncedMemory {
   std::shared_ptr<GpuContext> gpu_;
   std::size_t size_ = 0;
   Head head_ = Head::kUninitialized;
+  std::uint64_t write_count_ = 0;
 };
 
 }  // namespace doppio

@@ -33,7 +33,7 @@ class InnerProductLayer : public Layer<Dtype> {
                     const BlobVec& bottom) override;
 #endif
 
- private:
+ protected:  // the oneDNN engine derives from this class
   int axis_ = 1;
   int M_ = 0;  // rows (samples)
   int K_ = 0;  // inputs per sample

@@ -111,6 +111,9 @@ class Communicator {
   virtual int local_size() const = 0;
   // A description for the log ("MPI (Open MPI v4.1.4), 2 ranks").
   virtual std::string description() const = 0;
+  // Whether collectives take MemoryKind::kDevice buffers as they are (a CUDA-aware MPI);
+  // otherwise a device buffer must be staged through host memory (StagingCommunicator).
+  virtual bool accepts_device_buffers() const { return false; }
 
   virtual CommHandle IAllreduce(void* buffer, std::size_t count, CommType type, ReduceOp op,
                                 MemoryKind where, const std::string& label) = 0;

@@ -41,6 +41,7 @@ class MpiCommunicator : public Communicator {
   int local_rank() const override;
   int local_size() const override;
   std::string description() const override;
+  bool accepts_device_buffers() const override;
 
   CommHandle IAllreduce(void* buffer, std::size_t count, CommType type, ReduceOp op,
                         MemoryKind where, const std::string& label) override;

@@ -51,10 +51,18 @@ class DeviceMemoryOps {
 // The chunks are collectives of `base`, under its watchdog. The wait for the fence is
 // timed here: device work that has not finished `timeout` seconds after the collective
 // reached the head of the queue ends the job too.
+//
+// Over a base that takes device buffers itself (a CUDA-aware MPI), DeviceBufferPath::kDirect
+// keeps all of the above but the copies: each chunk of the device buffer goes to the base as
+// it is, once the fence is reached.
+enum class DeviceBufferPath { kStaged, kDirect };
+
 class StagingCommunicator : public Communicator {
  public:
+  // kDirect needs a base that accepts_device_buffers().
   StagingCommunicator(std::shared_ptr<Communicator> base, std::shared_ptr<DeviceMemoryOps> ops,
-                      std::size_t chunk_bytes = std::size_t(4) << 20);
+                      std::size_t chunk_bytes = std::size_t(4) << 20,
+                      DeviceBufferPath path = DeviceBufferPath::kStaged);
   // Waits for the operations in flight, then frees the pinned memory.
   ~StagingCommunicator() override;
   StagingCommunicator(const StagingCommunicator&) = delete;

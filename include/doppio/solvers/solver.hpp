@@ -129,6 +129,8 @@ class Solver {
   SolverParameter param_;
   std::shared_ptr<GpuContext> gpu_;
   std::shared_ptr<Net<Dtype>> net_;
+  // The training net's own debug_info; the solver's debug_info adds its display iterations.
+  bool net_debug_info_ = false;
   std::vector<std::shared_ptr<Net<Dtype>>> test_nets_;
   int iter_ = 0;
   int current_step_ = 0;

@@ -25,14 +25,15 @@ void WriteProtoToBinaryFile(const google::protobuf::Message& message, const std:
 void WriteProtoToTextFile(const google::protobuf::Message& message, const std::string& path);
 void WriteFileAtomically(const std::string& contents, const std::string& path);
 
-// A NetParameter from a prototxt, checked: no V1 'layers' blocks, no field that Doppio
-// parses but does not support (the error names the layer and the field). A file with no
-// layer at all (an empty file, a solver given as a model) is an error naming it; layers that
-// the net's state later filters out all count, as in Caffe.
+// A NetParameter from a prototxt, upgraded from Caffe's V0 or V1 format where it is in one
+// (util/upgrade_net.hpp) and checked: no field that Doppio parses but does not support (the error
+// names the layer and the field). A file with no layer at all (an empty file, a solver given as a
+// model) is an error naming it; layers that the net's state later filters out all count, as in
+// Caffe.
 NetParameter ReadNetParamsFromTextFile(const std::string& path);
 NetParameter ReadNetParamsFromTextString(const std::string& text, const std::string& origin);
 // A SolverParameter from a prototxt; one that names no net (none of net, net_param, train_net,
-// train_net_param) is an error naming the file.
+// train_net_param) is an error naming the file. Its inline nets are upgraded as above.
 SolverParameter ReadSolverParamsFromTextFile(const std::string& path);
 
 // Throws Error naming the layer and field for any field that is set but not supported.

@@ -90,5 +90,8 @@ void rng_bernoulli(int n, Dtype p, Rng& rng, unsigned int* r);
 
 // Sets the number of threads OpenBLAS uses (the CPU kernels' parallelism).
 void SetBlasThreads(int threads);
+// The number of threads OpenBLAS uses (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, the cores, or
+// what SetBlasThreads set).
+int BlasThreads();
 
 }  // namespace doppio

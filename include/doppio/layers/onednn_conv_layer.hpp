@@ -1,0 +1,60 @@
+#pragma once
+
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <string>
+#include <vector>
+
+#include "doppio/layers/conv_layer.hpp"
+#include "doppio/layers/onednn_params.hpp"
+
+namespace doppio {
+
+// Convolution on oneDNN (engine ONEDNN, float): one primitive per direction for the whole
+// batch and every group, created when the bottom's shape changes (Reshape; the backward ones
+// on the first Backward for a shape). oneDNN picks the activations' and weights' layouts;
+// blobs stay in Caffe's NCHW and are reordered around each call, while the weights in
+// oneDNN's layout are cached until the parameters are written again. On the GPU it is the
+// CAFFE ConvolutionLayer.
+class OnednnConvolutionLayer : public ConvolutionLayer<float> {
+ public:
+  explicit OnednnConvolutionLayer(const LayerParameter& param) : ConvolutionLayer<float>(param) {}
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  // Why the engine cannot run a configuration ("" when it can), for the registry.
+  static std::string Unsupported(const LayerParameter& param);
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  struct Shapes {
+    dnnl::memory::dims src, weights, bias, dst, strides, dilates, pad_l, pad_r;
+  };
+  Shapes ConvShapes() const;
+  void PrepareForward();
+  void PrepareBackward();
+
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  std::vector<int> prepared_shape_;
+  bool backward_prepared_ = false;
+
+  dnnl::convolution_forward::primitive_desc forward_pd_;
+  dnnl::convolution_forward forward_;
+  OnednnTensor src_, dst_;
+  OnednnCachedParam weights_, bias_;
+
+  dnnl::convolution_backward_data backward_data_;
+  OnednnTensor data_diff_dst_, diff_src_;
+  OnednnCachedParam data_weights_;
+  dnnl::convolution_backward_weights backward_weights_;
+  OnednnTensor weights_src_, weights_diff_dst_;
+  OnednnParamGradient diff_weights_, diff_bias_;
+};
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN

@@ -1,0 +1,51 @@
+#pragma once
+
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <vector>
+
+#include "doppio/layers/inner_product_layer.hpp"
+#include "doppio/layers/onednn_params.hpp"
+
+namespace doppio {
+
+// InnerProduct on oneDNN (engine ONEDNN, float): the bottom viewed as an M x K matrix, the
+// weights (num_output x K, or K x num_output with transpose) in the layout oneDNN prefers,
+// cached until the parameters are written again.
+class OnednnInnerProductLayer : public InnerProductLayer<float> {
+ public:
+  explicit OnednnInnerProductLayer(const LayerParameter& param) : InnerProductLayer<float>(param) {}
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  void PrepareForward();
+  void PrepareBackward();
+  // The weights as Caffe stores them: (num_output, K) rows, or their transpose.
+  dnnl::memory::desc UserWeightsDesc() const;
+
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  int prepared_m_ = -1;
+  bool backward_prepared_ = false;
+
+  dnnl::inner_product_forward::primitive_desc forward_pd_;
+  dnnl::inner_product_forward forward_;
+  OnednnTensor src_, dst_;
+  OnednnCachedParam weights_, bias_;
+
+  dnnl::inner_product_backward_data backward_data_;
+  OnednnTensor data_diff_dst_, diff_src_;
+  OnednnCachedParam data_weights_;
+  dnnl::inner_product_backward_weights backward_weights_;
+  OnednnTensor weights_src_, weights_diff_dst_;
+  OnednnParamGradient diff_weights_, diff_bias_;
+};
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN

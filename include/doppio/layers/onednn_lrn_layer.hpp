@@ -1,0 +1,36 @@
+#pragma once
+
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <vector>
+
+#include "doppio/device/onednn.hpp"
+#include "doppio/layers/lrn_layer.hpp"
+
+namespace doppio {
+
+// LRN on oneDNN (engine ONEDNN, float), across or within channels: oneDNN's formulas are
+// Caffe's (alpha / n, alpha / n^2 for the window, k, beta). Backward reads the workspace the
+// forward pass left.
+class OnednnLRNLayer : public LRNLayer<float> {
+ public:
+  explicit OnednnLRNLayer(const LayerParameter& param) : LRNLayer<float>(param) {}
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  std::vector<int> prepared_shape_;
+  dnnl::lrn_forward forward_;
+  dnnl::lrn_backward backward_;
+  dnnl::memory src_, dst_, diff_dst_, diff_src_, workspace_;
+};
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN

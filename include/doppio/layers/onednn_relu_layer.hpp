@@ -1,0 +1,39 @@
+#pragma once
+
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <vector>
+
+#include "doppio/device/onednn.hpp"
+#include "doppio/layers/relu_layer.hpp"
+
+namespace doppio {
+
+// ReLU on oneDNN (engine ONEDNN, float), with negative_slope, in place or not. For a slope
+// of 0 or more the gradient is read from the output (its sign is the input's), so running in
+// place keeps no copy; a negative slope keeps the input as the CAFFE engine does.
+class OnednnReLULayer : public ReLULayer<float> {
+ public:
+  explicit OnednnReLULayer(const LayerParameter& param) : ReLULayer<float>(param) {}
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  // Whether the gradient is computed from the output (slope >= 0) rather than the input.
+  bool FromOutput() const { return negative_slope_ >= 0; }
+
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  int prepared_count_ = -1;
+  dnnl::eltwise_forward forward_;
+  dnnl::eltwise_backward backward_;
+  dnnl::memory data_, dst_, diff_dst_, diff_src_;
+};
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <string>
+
+#include "doppio/proto/doppio.pb.h"
+
+namespace doppio {
+
+// Whether `net` is written in one of Caffe's old layer formats: V1 (`layers { type:
+// CONVOLUTION ... }`) or V0 (`layers { layer { type: "conv" ... } }`).
+bool NetNeedsUpgrade(const NetParameter& net);
+
+// Rewrites a V0 or V1 net in place as `layer` blocks, as Caffe's upgrade_net_proto_* tools
+// do: V0 "padding" layers folded into the convolution or pooling they feed, V0's flat
+// fields moved into each type's parameter message, blobs_lr / weight_decay / param names
+// into ParamSpecs, the type enum into the type string; weights are kept. Logs one line naming
+// `origin` when it upgrades and returns whether it did. A net that mixes `layer` and `layers`,
+// an unknown V0 type, or a V0 field the type does not use is an Error naming `origin`, the
+// layer and the field.
+bool UpgradeNetAsNeeded(const std::string& origin, NetParameter* net);
+
+}  // namespace doppio

@@ -1,0 +1,62 @@
+#include "doppio/device/onednn.hpp"
+
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include "doppio/util/error.hpp"
+#include "doppio/util/math_functions.hpp"
+#include "doppio/util/thread_pool.hpp"
+
+namespace doppio {
+
+void ThrowOnednnError(const std::string& who, const std::string& primitive,
+                      const dnnl::error& error) {
+  DOPPIO_FAIL() << who << ": oneDNN " << primitive << ": " << error.what() << " (status "
+                << dnnl_status2str(error.status) << ")";
+}
+
+void UseOnednnThreads() {
+  const int threads = ThreadPool::Current() != nullptr ? ParallelParts() : BlasThreads();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+}
+
+dnnl::memory::desc OnednnPlainDesc(const dnnl::memory::dims& dims) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * dims[i + 1];
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+void OnednnTensor::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
+                        const dnnl::memory::desc& primitive) {
+  user_ = dnnl::memory(user, engine, DNNL_MEMORY_NONE);
+  reordered_ = user != primitive;
+  if (reordered_) {
+    primitive_ = dnnl::memory(primitive, engine);
+    to_primitive_ = dnnl::reorder(user_, primitive_);
+    to_user_ = dnnl::reorder(primitive_, user_);
+  } else {
+    primitive_ = user_;
+  }
+}
+
+const dnnl::memory& OnednnTensor::Read(dnnl::stream& stream, const void* user) {
+  user_.set_data_handle(const_cast<void*>(user));
+  if (reordered_) to_primitive_.execute(stream, user_, primitive_);
+  return primitive_;
+}
+
+const dnnl::memory& OnednnTensor::Write(void* user) {
+  user_.set_data_handle(user);
+  return primitive_;
+}
+
+void OnednnTensor::Publish(dnnl::stream& stream) {
+  if (reordered_) to_user_.execute(stream, primitive_, user_);
+}
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN

@@ -1,0 +1,159 @@
+#include "doppio/layers/onednn_conv_layer.hpp"
+
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include "doppio/core/layer_registry.hpp"
+
+namespace doppio {
+
+namespace {
+using dnnl::memory;
+using Args = std::unordered_map<int, memory>;
+
+memory::desc AnyDesc(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+}
+}  // namespace
+
+std::string OnednnConvolutionLayer::Unsupported(const LayerParameter& param) {
+  const auto& conv = param.convolution_param();
+  if (conv.axis() != 1) return "oneDNN convolves channels on axis 1 only";
+  if (conv.kernel_size_size() > 2 || conv.pad_size() > 2 || conv.stride_size() > 2 ||
+      conv.dilation_size() > 2) {
+    return "oneDNN's engine here convolves 2 spatial axes only";
+  }
+  return "";
+}
+
+OnednnConvolutionLayer::Shapes OnednnConvolutionLayer::ConvShapes() const {
+  Shapes s;
+  s.src = {num_, channels_, input_shape_[0], input_shape_[1]};
+  if (group_ == 1) {
+    s.weights = {num_output_, channels_, kernel_h_, kernel_w_};
+  } else {
+    s.weights = {group_, num_output_ / group_, channels_ / group_, kernel_h_, kernel_w_};
+  }
+  s.bias = {num_output_};
+  s.dst = {num_, num_output_, output_shape_[0], output_shape_[1]};
+  s.strides = {stride_h_, stride_w_};
+  s.dilates = {dilation_h_ - 1, dilation_w_ - 1};
+  s.pad_l = {pad_h_, pad_w_};
+  // Caffe's output size floors like oneDNN's, so the same padding on both sides agrees.
+  s.pad_r = {pad_h_, pad_w_};
+  return s;
+}
+
+void OnednnConvolutionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
+  ConvolutionLayer<float>::Reshape(bottom, top);
+  DOPPIO_ENSURE(bottom[0]->num_axes() == 4)
+      << this->Describe() << ": engine ONEDNN needs 4-d (N, C, H, W) bottoms, got "
+      << bottom[0]->shape_string();
+  if (bottom[0]->shape() == prepared_shape_) return;
+  UseOnednnThreads();
+  OnednnCall(this->Describe(), "convolution forward", [&] { PrepareForward(); });
+  prepared_shape_ = bottom[0]->shape();
+  backward_prepared_ = false;
+}
+
+void OnednnConvolutionLayer::PrepareForward() {
+  const Shapes s = ConvShapes();
+  const auto desc =
+      bias_term_
+          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                            dnnl::algorithm::convolution_direct, AnyDesc(s.src),
+                                            AnyDesc(s.weights), AnyDesc(s.bias), AnyDesc(s.dst),
+                                            s.strides, s.dilates, s.pad_l, s.pad_r)
+          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                            dnnl::algorithm::convolution_direct, AnyDesc(s.src),
+                                            AnyDesc(s.weights), AnyDesc(s.dst), s.strides,
+                                            s.dilates, s.pad_l, s.pad_r);
+  forward_pd_ = dnnl::convolution_forward::primitive_desc(desc, engine_);
+  forward_ = dnnl::convolution_forward(forward_pd_);
+  src_.Init(engine_, OnednnPlainDesc(s.src), forward_pd_.src_desc());
+  dst_.Init(engine_, OnednnPlainDesc(s.dst), forward_pd_.dst_desc());
+  weights_.Init(engine_, OnednnPlainDesc(s.weights), forward_pd_.weights_desc());
+  if (bias_term_) bias_.Init(engine_, OnednnPlainDesc(s.bias), forward_pd_.bias_desc());
+}
+
+void OnednnConvolutionLayer::PrepareBackward() {
+  const Shapes s = ConvShapes();
+  const auto data_desc = dnnl::convolution_backward_data::desc(
+      dnnl::algorithm::convolution_direct, AnyDesc(s.src), AnyDesc(s.weights), AnyDesc(s.dst),
+      s.strides, s.dilates, s.pad_l, s.pad_r);
+  const dnnl::convolution_backward_data::primitive_desc data_pd(data_desc, engine_, forward_pd_);
+  backward_data_ = dnnl::convolution_backward_data(data_pd);
+  data_diff_dst_.Init(engine_, OnednnPlainDesc(s.dst), data_pd.diff_dst_desc());
+  diff_src_.Init(engine_, OnednnPlainDesc(s.src), data_pd.diff_src_desc());
+  data_weights_.Init(engine_, OnednnPlainDesc(s.weights), data_pd.weights_desc());
+
+  const auto weights_desc =
+      bias_term_ ? dnnl::convolution_backward_weights::desc(
+                       dnnl::algorithm::convolution_direct, AnyDesc(s.src), AnyDesc(s.weights),
+                       AnyDesc(s.bias), AnyDesc(s.dst), s.strides, s.dilates, s.pad_l, s.pad_r)
+                 : dnnl::convolution_backward_weights::desc(
+                       dnnl::algorithm::convolution_direct, AnyDesc(s.src), AnyDesc(s.weights),
+                       AnyDesc(s.dst), s.strides, s.dilates, s.pad_l, s.pad_r);
+  const dnnl::convolution_backward_weights::primitive_desc weights_pd(weights_desc, engine_,
+                                                                      forward_pd_);
+  backward_weights_ = dnnl::convolution_backward_weights(weights_pd);
+  weights_src_.Init(engine_, OnednnPlainDesc(s.src), weights_pd.src_desc());
+  weights_diff_dst_.Init(engine_, OnednnPlainDesc(s.dst), weights_pd.diff_dst_desc());
+  diff_weights_.Init(engine_, weights_pd.diff_weights_desc(), OnednnPlainDesc(s.weights));
+  if (bias_term_) diff_bias_.Init(engine_, weights_pd.diff_bias_desc(), OnednnPlainDesc(s.bias));
+}
+
+void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  UseOnednnThreads();
+  OnednnCall(this->Describe(), "convolution forward", [&] {
+    Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])}};
+    if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream_, *this->blobs_[1]);
+    for (std::size_t i = 0; i < bottom.size(); ++i) {
+      args[DNNL_ARG_SRC] = src_.Read(stream_, bottom[i]->cpu_data());
+      args[DNNL_ARG_DST] = dst_.Write(top[i]->mutable_cpu_data());
+      forward_.execute(stream_, args);
+      dst_.Publish(stream_);
+    }
+    stream_.wait();
+  });
+}
+
+void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
+                                          const std::vector<bool>& propagate_down,
+                                          const BlobVec& bottom) {
+  UseOnednnThreads();
+  if (!backward_prepared_) {
+    OnednnCall(this->Describe(), "convolution backward", [&] { PrepareBackward(); });
+    backward_prepared_ = true;
+  }
+  const bool weight_diff = this->param_propagate_down(0);
+  const bool bias_diff = bias_term_ && this->param_propagate_down(1);
+  OnednnCall(this->Describe(), "convolution backward", [&] {
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      const float* top_diff = top[i]->cpu_diff();
+      if (weight_diff || bias_diff) {
+        Args args{{DNNL_ARG_SRC, weights_src_.Read(stream_, bottom[i]->cpu_data())},
+                  {DNNL_ARG_DIFF_DST, weights_diff_dst_.Read(stream_, top_diff)},
+                  {DNNL_ARG_DIFF_WEIGHTS, diff_weights_.scratch()}};
+        if (bias_term_) args[DNNL_ARG_DIFF_BIAS] = diff_bias_.scratch();
+        backward_weights_.execute(stream_, args);
+        if (weight_diff) diff_weights_.AddTo(stream_, this->blobs_[0]->mutable_cpu_diff());
+        if (bias_diff) diff_bias_.AddTo(stream_, this->blobs_[1]->mutable_cpu_diff());
+      }
+      if (propagate_down[i]) {
+        backward_data_.execute(
+            stream_, {{DNNL_ARG_DIFF_DST, data_diff_dst_.Read(stream_, top_diff)},
+                      {DNNL_ARG_WEIGHTS, data_weights_.Get(stream_, *this->blobs_[0])},
+                      {DNNL_ARG_DIFF_SRC, diff_src_.Write(bottom[i]->mutable_cpu_diff())}});
+        diff_src_.Publish(stream_);
+      }
+    }
+    stream_.wait();
+  });
+}
+
+DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF(Convolution, ONEDNN, OnednnConvolutionLayer,
+                                      OnednnConvolutionLayer::Unsupported);
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN

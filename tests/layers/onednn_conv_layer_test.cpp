@@ -1,0 +1,146 @@
+// The ONEDNN Convolution against the CAFFE one on the shapes of Caffe's published nets, its
+// gradients against finite differences, and its errors. Float throughout; the engines agree
+// to 1e-4 relative (engine_comparison.hpp says relative to what).
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "doppio/core/net.hpp"
+#include "doppio/device/onednn.hpp"
+#include "engine_comparison.hpp"
+#include "gradient_checker.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+std::string Conv(const std::string& fields) {
+  return "type: 'Convolution' convolution_param { " + fields +
+         " weight_filler { type: 'gaussian' } bias_filler { type: 'constant' value: 0.1 } "
+         "engine: %ENGINE% }";
+}
+
+TEST(OnednnConvolutionTest, AlexNetGroupedConv2) {
+  // conv2: 96 -> 256 channels in 2 groups, 5x5, pad 2 (channels and size scaled down).
+  CompareEngines({Conv("num_output: 32 kernel_size: 5 pad: 2 group: 2"), {{2, 16, 13, 13}}});
+}
+
+TEST(OnednnConvolutionTest, AlexNetConv1Stride4) {
+  CompareEngines({Conv("num_output: 16 kernel_size: 11 stride: 4"), {{2, 3, 35, 35}}});
+}
+
+TEST(OnednnConvolutionTest, GoogLeNet1x1) {
+  CompareEngines({Conv("num_output: 24 kernel_size: 1"), {{2, 32, 14, 14}}});
+}
+
+TEST(OnednnConvolutionTest, GoogLeNet3x3) {
+  CompareEngines({Conv("num_output: 24 kernel_size: 3 pad: 1"), {{2, 16, 14, 14}}});
+}
+
+TEST(OnednnConvolutionTest, GoogLeNet5x5) {
+  CompareEngines({Conv("num_output: 8 kernel_size: 5 pad: 2"), {{2, 4, 14, 14}}});
+}
+
+TEST(OnednnConvolutionTest, GoogLeNetConv1Stride2Pad3) {
+  CompareEngines({Conv("num_output: 16 kernel_size: 7 stride: 2 pad: 3"), {{1, 3, 31, 31}}});
+}
+
+TEST(OnednnConvolutionTest, ResNet50Stride2Projection1x1) {
+  CompareEngines(
+      {Conv("num_output: 32 kernel_size: 1 stride: 2 bias_term: false"), {{2, 16, 14, 14}}});
+}
+
+TEST(OnednnConvolutionTest, DilatedRectangularTwoBottoms) {
+  CompareEngines({Conv("num_output: 6 kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1 pad_h: 2 "
+                       "pad_w: 1 dilation: 2 group: 3"),
+                  {{2, 6, 11, 9}, {2, 6, 11, 9}},
+                  2});
+}
+
+TEST(OnednnConvolutionTest, ReshapeToAnotherBatch) {
+  auto layer = LayerRegistry<float>::CreateLayer(
+      EngineParam(Conv("num_output: 4 kernel_size: 3"), "ONEDNN"), Mode::CPU);
+  Blob<float> bottom({2, 3, 6, 6}), top;
+  layer->SetUp({&bottom}, {&top});
+  bottom.Reshape({5, 3, 7, 6});
+  Rng rng(3);
+  FillGaussian(&bottom, rng);
+  layer->Reshape({&bottom}, {&top});
+  layer->Forward({&bottom}, {&top});
+  EXPECT_EQ(top.shape(), (std::vector<int>{5, 4, 5, 4}));
+  auto caffe = LayerRegistry<float>::CreateLayer(
+      EngineParam(Conv("num_output: 4 kernel_size: 3"), "CAFFE"), Mode::CPU);
+  Blob<float> caffe_top;
+  caffe->SetUp({&bottom}, {&caffe_top});
+  for (int p = 0; p < 2; ++p) caffe->blobs()[p]->CopyFrom(*layer->blobs()[p]);
+  caffe->Forward({&bottom}, {&caffe_top});
+  ExpectClose(top.cpu_data(), caffe_top.cpu_data(), top.count(), 1e-4, "top");
+}
+
+TEST(OnednnConvolutionTest, GradientGroupedStridedDilated) {
+  Rng rng(5);
+  Blob<float> bottom({2, 4, 6, 5}), top;
+  FillGaussian(&bottom, rng);
+  auto layer = LayerRegistry<float>::CreateLayer(
+      EngineParam(Conv("num_output: 4 kernel_size: 2 stride: 2 pad: 1 dilation: 2 group: 2"),
+                  "ONEDNN"),
+      Mode::CPU);
+  GradientChecker<float> checker(1e-2, 1e-2);
+  checker.CheckGradientExhaustive(layer.get(), {&bottom}, {&top});
+}
+
+TEST(OnednnConvolutionTest, DoubleIsRefusedByName) {
+  ExpectError(
+      [] {
+        LayerRegistry<double>::CreateLayer(
+            EngineParam(Conv("num_output: 4 kernel_size: 3"), "ONEDNN"), Mode::CPU);
+      },
+      {"layer 'l' (Convolution)", "engine ONEDNN", "float only"});
+  EXPECT_EQ(LayerRegistry<double>::ChooseEngine(
+                EngineParam(Conv("num_output: 4 kernel_size: 3"), "DEFAULT"), Mode::CPU),
+            "CAFFE");
+}
+
+TEST(OnednnConvolutionTest, ChannelAxisOtherThanOneIsRefused) {
+  ExpectError(
+      [] {
+        LayerRegistry<float>::CreateLayer(
+            EngineParam(Conv("num_output: 4 kernel_size: 3 axis: 2"), "ONEDNN"), Mode::CPU);
+      },
+      {"layer 'l' (Convolution)", "engine ONEDNN", "axis 1"});
+}
+
+TEST(OnednnConvolutionTest, NonImageBottomIsAnErrorNamingTheLayer) {
+  const std::string net = R"(
+    name: 'n'
+    layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 2 dim: 3 dim: 8 } } }
+    layer { name: 'conv' type: 'Convolution' bottom: 'x' top: 'y'
+            convolution_param { num_output: 2 kernel_size: 3 engine: ONEDNN } })";
+  ExpectError([&] { Net<float>(ParseText<NetParameter>(net), 1); }, {"layer 'conv' (Convolution)"});
+}
+
+TEST(OnednnConvolutionTest, OnednnStatusBecomesAnErrorNamingLayerAndPrimitive) {
+  // Dimensions that disagree: oneDNN refuses the descriptor with invalid_arguments.
+  ExpectError(
+      [] {
+        OnednnCall("layer 'conv9' (Convolution)", "convolution forward", [] {
+          const dnnl::memory::desc src({1, 3, 8, 8}, dnnl::memory::data_type::f32,
+                                       dnnl::memory::format_tag::nchw);
+          const dnnl::memory::desc weights({4, 5, 3, 3}, dnnl::memory::data_type::f32,
+                                           dnnl::memory::format_tag::oihw);
+          const dnnl::memory::desc dst({1, 4, 6, 6}, dnnl::memory::data_type::f32,
+                                       dnnl::memory::format_tag::nchw);
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                          dnnl::algorithm::convolution_direct, src, weights, dst,
+                                          {1, 1}, {0, 0}, {0, 0});
+        });
+      },
+      {"layer 'conv9' (Convolution)", "oneDNN convolution forward", "invalid_arguments"});
+}
+
+}  // namespace
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN

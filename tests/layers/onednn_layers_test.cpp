@@ -1,0 +1,218 @@
+// The ONEDNN InnerProduct, ReLU, Pooling and LRN against the CAFFE ones on the shapes of
+// Caffe's published nets (forward, bottom diff, parameter gradients; 1e-4 relative, as
+// engine_comparison.hpp defines it), gradients against finite differences, and what stays on
+// the CAFFE kernels. Float throughout.
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "engine_comparison.hpp"
+#include "gradient_checker.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+std::string InnerProduct(const std::string& fields) {
+  return "type: 'InnerProduct' inner_product_param { " + fields + " engine: %ENGINE% }";
+}
+std::string Pool(const std::string& fields) {
+  return "type: 'Pooling' pooling_param { " + fields + " engine: %ENGINE% }";
+}
+std::string Lrn(const std::string& fields) {
+  return "type: 'LRN' lrn_param { " + fields + " engine: %ENGINE% }";
+}
+std::string Relu(const std::string& fields) {
+  return "type: 'ReLU' relu_param { " + fields + " engine: %ENGINE% }";
+}
+
+std::shared_ptr<Layer<float>> Onednn(const std::string& text) {
+  auto layer = LayerRegistry<float>::CreateLayer(EngineParam(text, "ONEDNN"), Mode::CPU);
+  EXPECT_EQ(layer->engine(), "ONEDNN");
+  return layer;
+}
+
+TEST(OnednnInnerProductTest, AlexNetFc6FromConvolutionOutput) {
+  CompareEngines({InnerProduct("num_output: 64"), {{4, 16, 6, 6}}});
+}
+
+TEST(OnednnInnerProductTest, LeNetIp2NoBias) {
+  CompareEngines({InnerProduct("num_output: 10 bias_term: false"), {{8, 50}}});
+}
+
+TEST(OnednnInnerProductTest, TransposedWeights) {
+  CompareEngines({InnerProduct("num_output: 12 transpose: true"), {{3, 20}}});
+}
+
+TEST(OnednnInnerProductTest, Gradient) {
+  Rng rng(7);
+  Blob<float> bottom({3, 2, 2, 2}), top;
+  FillGaussian(&bottom, rng);
+  LayerParameter param =
+      EngineParam(InnerProduct("num_output: 4 weight_filler { type: 'gaussian' } "
+                               "bias_filler { type: 'gaussian' }"),
+                  "ONEDNN");
+  auto layer = LayerRegistry<float>::CreateLayer(param, Mode::CPU);
+  GradientChecker<float> checker(1e-2, 1e-2);
+  checker.CheckGradientExhaustive(layer.get(), {&bottom}, {&top});
+}
+
+TEST(OnednnReLUTest, Plain) { CompareEngines({Relu(""), {{2, 8, 7, 5}}}); }
+
+TEST(OnednnReLUTest, NegativeSlope) {
+  CompareEngines({Relu("negative_slope: 0.1"), {{2, 8, 7, 5}}});
+}
+
+TEST(OnednnReLUTest, NegativeSlopeBelowZero) {
+  CompareEngines({Relu("negative_slope: -0.5"), {{3, 10}}});
+}
+
+// In place, the gradient comes from the output (slope >= 0) or a kept input (slope < 0).
+TEST(OnednnReLUTest, InPlaceMatchesCaffe) {
+  for (const char* slope : {"0", "0.2", "-0.3"}) {
+    const std::string text = Relu(std::string("negative_slope: ") + slope);
+    Rng rng(11);
+    Blob<float> blob[2];
+    std::shared_ptr<Layer<float>> layer[2] = {
+        LayerRegistry<float>::CreateLayer(EngineParam(text, "CAFFE"), Mode::CPU), Onednn(text)};
+    blob[0].Reshape({4, 6});
+    FillGaussian(&blob[0], rng);
+    blob[1].CopyFrom(blob[0], false, true);
+    for (int e = 0; e < 2; ++e) {
+      layer[e]->SetUp({&blob[e]}, {&blob[e]});
+      layer[e]->Forward({&blob[e]}, {&blob[e]});
+    }
+    rng_gaussian<float>(blob[0].count(), 0.f, 1.f, rng, blob[0].mutable_cpu_diff());
+    blob[1].CopyFrom(blob[0], true);
+    for (int e = 0; e < 2; ++e) layer[e]->Backward({&blob[e]}, {true}, {&blob[e]});
+    ExpectClose(blob[1].cpu_data(), blob[0].cpu_data(), blob[0].count(), 1e-6, "data");
+    ExpectClose(blob[1].cpu_diff(), blob[0].cpu_diff(), blob[0].count(), 1e-6, "diff");
+  }
+}
+
+TEST(OnednnPoolingTest, AlexNetMax3Stride2Ceil) {
+  // 55 -> 27, 27 -> 13, 13 -> 6: ceil mode adds the last, partial window.
+  CompareEngines({Pool("pool: MAX kernel_size: 3 stride: 2"), {{2, 4, 13, 13}}});
+}
+
+TEST(OnednnPoolingTest, GoogLeNetMaxPaddedStride1) {
+  CompareEngines({Pool("pool: MAX kernel_size: 3 stride: 1 pad: 1"), {{2, 4, 7, 7}}});
+}
+
+TEST(OnednnPoolingTest, GoogLeNetMax3Stride2On112Ceil) {
+  CompareEngines({Pool("pool: MAX kernel_size: 3 stride: 2"), {{1, 3, 112, 112}}});
+}
+
+TEST(OnednnPoolingTest, GoogLeNetAuxAve5Stride3) {
+  CompareEngines({Pool("pool: AVE kernel_size: 5 stride: 3"), {{2, 4, 14, 14}}});
+}
+
+TEST(OnednnPoolingTest, GlobalAve7x7) {
+  CompareEngines({Pool("pool: AVE global_pooling: true"), {{2, 8, 7, 7}}});
+}
+
+TEST(OnednnPoolingTest, CifarAve3Stride2CeilOverhang) {
+  // 16 -> 8: the last window hangs over the image's edge; Caffe divides by its part inside.
+  CompareEngines({Pool("pool: AVE kernel_size: 3 stride: 2"), {{2, 4, 16, 16}}});
+}
+
+TEST(OnednnPoolingTest, AvePaddedNoOverhang) {
+  CompareEngines({Pool("pool: AVE kernel_size: 3 stride: 1 pad: 1"), {{2, 3, 6, 5}}});
+}
+
+TEST(OnednnPoolingTest, AvePaddedWithOverhangKeepsCaffeDivisor) {
+  CompareEngines({Pool("pool: AVE kernel_size: 3 stride: 2 pad: 1"), {{2, 3, 14, 9}}});
+}
+
+TEST(OnednnPoolingTest, FloorMode) {
+  CompareEngines({Pool("pool: MAX kernel_size: 2 stride: 3 round_mode: FLOOR"), {{2, 3, 8, 7}}});
+}
+
+TEST(OnednnPoolingTest, RectangularPaddedMax) {
+  CompareEngines(
+      {Pool("pool: MAX kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1 pad_h: 1 pad_w: 1"),
+       {{2, 3, 9, 6}}});
+}
+
+TEST(OnednnPoolingTest, MaxPropagatesNaNLikeCaffe) {
+  const std::string text = Pool("pool: MAX kernel_size: 3 stride: 2");
+  Blob<float> bottom[2], top[2];
+  std::shared_ptr<Layer<float>> layer[2] = {
+      LayerRegistry<float>::CreateLayer(EngineParam(text, "CAFFE"), Mode::CPU), Onednn(text)};
+  Rng rng(13);
+  bottom[0].Reshape({1, 2, 9, 9});
+  FillGaussian(&bottom[0], rng);
+  float* in = bottom[0].mutable_cpu_data();
+  for (int index : {10, 11, 40, 89 + 17}) in[index] = std::numeric_limits<float>::quiet_NaN();
+  bottom[1].CopyFrom(bottom[0], false, true);
+  for (int e = 0; e < 2; ++e) {
+    layer[e]->SetUp({&bottom[e]}, {&top[e]});
+    layer[e]->Forward({&bottom[e]}, {&top[e]});
+  }
+  rng_gaussian<float>(top[0].count(), 0.f, 1.f, rng, top[0].mutable_cpu_diff());
+  top[1].CopyFrom(top[0], true);
+  for (int e = 0; e < 2; ++e) layer[e]->Backward({&top[e]}, {true}, {&bottom[e]});
+  int nans = 0;
+  for (int i = 0; i < top[0].count(); ++i) {
+    const float want = top[0].cpu_data()[i], got = top[1].cpu_data()[i];
+    nans += std::isnan(want);
+    EXPECT_EQ(std::isnan(got), std::isnan(want)) << "output " << i;
+    if (!std::isnan(want)) EXPECT_EQ(got, want) << "output " << i;
+  }
+  EXPECT_GT(nans, 0);
+  for (int i = 0; i < bottom[0].count(); ++i) {
+    EXPECT_EQ(bottom[1].cpu_diff()[i], bottom[0].cpu_diff()[i]) << "bottom diff " << i;
+  }
+}
+
+TEST(OnednnPoolingTest, MaskTopAndStochasticAreRefusedByName) {
+  ExpectError([] { Onednn("top: 'out' top: 'mask' " + Pool("pool: MAX kernel_size: 2")); },
+              {"layer 'l' (Pooling)", "engine ONEDNN", "mask"});
+  ExpectError([] { Onednn(Pool("pool: STOCHASTIC kernel_size: 2")); },
+              {"layer 'l' (Pooling)", "engine ONEDNN", "stochastic"});
+}
+
+TEST(OnednnPoolingTest, GradientAvePadded) {
+  Rng rng(17);
+  Blob<float> bottom({1, 2, 5, 5}), top;
+  FillGaussian(&bottom, rng);
+  auto layer = Onednn(Pool("pool: AVE kernel_size: 3 stride: 2 pad: 1"));
+  GradientChecker<float> checker(1e-2, 1e-2);
+  checker.CheckGradientExhaustive(layer.get(), {&bottom}, {&top});
+}
+
+TEST(OnednnLRNTest, AlexNetAcrossChannels5) {
+  CompareEngines({Lrn("local_size: 5 alpha: 0.0001 beta: 0.75"), {{2, 12, 9, 9}}});
+}
+
+TEST(OnednnLRNTest, AcrossChannels3LargeAlpha) {
+  CompareEngines({Lrn("local_size: 3 alpha: 0.5 beta: 0.6 k: 2"), {{2, 7, 5, 4}}});
+}
+
+TEST(OnednnLRNTest, CifarFullWithinChannel3) {
+  CompareEngines(
+      {Lrn("local_size: 3 alpha: 0.00005 beta: 0.75 norm_region: WITHIN_CHANNEL"), {{2, 4, 8, 8}}});
+}
+
+TEST(OnednnLRNTest, WithinChannel5LargeAlpha) {
+  CompareEngines(
+      {Lrn("local_size: 5 alpha: 0.8 beta: 0.75 norm_region: WITHIN_CHANNEL"), {{1, 3, 7, 6}}});
+}
+
+TEST(OnednnLRNTest, GradientAcross) {
+  Rng rng(19);
+  Blob<float> bottom({2, 7, 3, 3}), top;
+  FillGaussian(&bottom, rng);
+  auto layer = Onednn(Lrn("local_size: 5 alpha: 1 beta: 0.75"));
+  GradientChecker<float> checker(1e-2, 1e-2);
+  checker.CheckGradientExhaustive(layer.get(), {&bottom}, {&top});
+}
+
+}  // namespace
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN
