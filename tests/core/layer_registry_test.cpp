@@ -72,7 +72,7 @@ TEST(LayerRegistryTest, AnUnknownTypeIsAnErrorNamingLayerAndType) {
 // layer and why; they are not offered as known types.
 TEST(LayerRegistryTest, UnsupportedTypesAreRefusedWithTheirReason) {
   const std::vector<std::string> known = LayerRegistry<double>::Types();
-  for (const std::string type : {"WindowData", "Python", "Recurrent"}) {
+  for (const std::string type : {"Python", "Recurrent"}) {
     SCOPED_TRACE(type);
     const std::string why = LayerTypeTraits(type).unsupported;
     EXPECT_NE(why.find("not supported"), std::string::npos) << why;
@@ -97,12 +97,16 @@ TEST(LayerRegistryTest, ShardingAndSyntheticInputsFollowTheTraits) {
   NetParameter param = ParseText<NetParameter>(
       "layer { name: 'a' type: 'Data' top: 'x' top: 'y' data_param { batch_size: 4 } } "
       "layer { name: 'b' type: 'HDF5Data' top: 'h' top: 'z' hdf5_data_param { batch_size: 2 } } "
-      "layer { name: 'c' type: 'BatchNorm' bottom: 'x' top: 'x' }");
-  EXPECT_EQ(ShardDataLayers(&param, 1, 2), 2);
+      "layer { name: 'c' type: 'BatchNorm' bottom: 'x' top: 'x' } "
+      "layer { name: 'd' type: 'WindowData' top: 'w' top: 'v' window_data_param { batch_size: 3 } "
+      "data_param { prefetch: 2 } }");
+  EXPECT_EQ(ShardDataLayers(&param, 1, 2), 3);
   EXPECT_EQ(param.layer(0).data_param().shard_size(), 2);
   // HDF5Data takes its shard from data_param: Caffe's hdf5_data_param has no field for it.
   EXPECT_EQ(param.layer(1).data_param().shard_rank(), 1);
   EXPECT_EQ(param.layer(1).data_param().shard_size(), 2);
+  // So does WindowData.
+  EXPECT_EQ(param.layer(3).data_param().shard_rank(), 1);
 
   const NetParameter synthetic = WithSyntheticInputs(param, 0, {1, 2, 2});
   EXPECT_EQ(synthetic.layer(0).type(), "DummyData");
@@ -110,6 +114,8 @@ TEST(LayerRegistryTest, ShardingAndSyntheticInputsFollowTheTraits) {
   EXPECT_EQ(synthetic.layer(1).type(), "DummyData");
   EXPECT_EQ(synthetic.layer(1).dummy_data_param().shape(0).dim(0), 2);
   EXPECT_EQ(synthetic.layer(2).type(), "BatchNorm");
+  // window_data_param's batch, not data_param's.
+  EXPECT_EQ(synthetic.layer(3).dummy_data_param().shape(0).dim(0), 3);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ int BatchSize(const LayerParameter& layer, int batch) {
   if (layer.has_image_data_param()) return layer.image_data_param().batch_size();
   if (layer.has_hdf5_data_param()) return layer.hdf5_data_param().batch_size();
   if (layer.has_memory_data_param()) return layer.memory_data_param().batch_size();
+  if (layer.has_window_data_param()) return layer.window_data_param().batch_size();
   if (layer.has_data_param()) return layer.data_param().batch_size();
   return 1;
 }
