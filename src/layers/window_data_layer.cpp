@@ -241,15 +241,15 @@ std::vector<int> WindowDataLayer<Dtype>::DataLayerSetUp() {
   LoadImage(0);
 
   const int global_batch = this->batch_size_ * this->shard_size_;
-  num_bg_ = global_batch - static_cast<int>(static_cast<float>(global_batch) * param.fg_fraction());
-  DOPPIO_ENSURE(num_bg_ == global_batch || !fg_windows_.empty())
+  num_fg_ = static_cast<int>(static_cast<float>(global_batch) * param.fg_fraction());
+  DOPPIO_ENSURE(num_fg_ == 0 || !fg_windows_.empty())
       << who << ": the window file '" << param.source() << "' has no foreground windows (overlap "
       << ">= fg_threshold " << param.fg_threshold() << ") but fg_fraction " << param.fg_fraction()
-      << " asks for " << global_batch - num_bg_ << " a batch";
-  DOPPIO_ENSURE(num_bg_ == 0 || !bg_windows_.empty())
+      << " asks for " << num_fg_ << " a batch";
+  DOPPIO_ENSURE(num_fg_ == global_batch || !bg_windows_.empty())
       << who << ": the window file '" << param.source() << "' has no background windows (overlap "
       << "< bg_threshold " << param.bg_threshold() << ") but fg_fraction " << param.fg_fraction()
-      << " leaves " << num_bg_ << " a batch to them";
+      << " leaves " << global_batch - num_fg_ << " a batch to them";
 
   window_seed_ = DeriveSeed(this->base_seed_, kWindowStream);
   this->StreamFrom(0);
@@ -373,7 +373,11 @@ void WindowDataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   samples_.resize(batch_size);
   for (int i = 0; i < batch_size; ++i) {
     const std::uint64_t position = sequence_->Position(batch_k_, i);
-    const bool foreground = this->shard_rank_ * batch_size + i >= num_bg_;
+    // Sample g of the global batch of G is foreground when the count floor(g' x F / G) of
+    // the first g' samples steps up at g' = g + 1: F samples, evenly spread.
+    const std::int64_t global = static_cast<std::int64_t>(this->shard_rank_) * batch_size + i;
+    const std::int64_t num = this->shard_size_ * static_cast<std::int64_t>(batch_size);
+    const bool foreground = (global + 1) * num_fg_ / num > global * num_fg_ / num;
     const std::vector<Window>& windows = foreground ? fg_windows_ : bg_windows_;
     const std::uint32_t word = SampleWords(window_seed_, position, 0).v[0];
     samples_[i] = {&windows[word % windows.size()], this->transformer_->DrawFor(position).mirror};

@@ -33,13 +33,14 @@ namespace doppio {
 // output is 0, as in Caffe. data_param: shard_rank, shard_size, threads and prefetch (Caffe's
 // window_data_param has no field for them).
 //
-// Sampling: of each global batch (batch_size x shard_size samples), the first
-// G - int(G * fg_fraction) samples are background windows and the rest foreground, Caffe's
-// layout for one process; under shard_size ranks each reads its block of that batch (so the
-// lower ranks take the background), and N ranks of batch B train what one process of batch
-// N x B trains. Which window a sample takes, and its mirroring, are drawn from the layer's
-// seed and the sample's stream position, like the other data layers' crops, so they do not
-// depend on ranks, threads, prefetching or a resume. As in the other data layers, and unlike
+// Sampling: of each global batch of G = batch_size x shard_size samples, int(G * fg_fraction)
+// are foreground windows and the rest background, as in Caffe, but the foreground samples are
+// spread evenly through the batch (Caffe puts them last): under shard_size ranks each reads
+// its block of the global batch, which so holds its share of them to within one sample, and N
+// ranks of batch B train what one process of batch N x B trains. Which window a sample takes,
+// and its mirroring, are drawn from the layer's seed and the sample's stream position, like
+// the other data layers' crops, so they do not depend on ranks, threads, prefetching or a
+// resume. As in the other data layers, and unlike
 // Caffe's WindowData, the TEST phase never mirrors; scale is transform_param's (Caffe reads
 // only window_data_param.scale, which is moved there).
 //
@@ -84,8 +85,8 @@ class WindowDataLayer : public BasePrefetchingDataLayer<Dtype> {
   int crop_size_ = 0;
   int context_pad_ = 0;
   bool square_ = false;
-  // Background samples at the start of every global batch.
-  int num_bg_ = 0;
+  // Foreground samples in every global batch.
+  int num_fg_ = 0;
   std::uint64_t window_seed_ = 0;
   std::unique_ptr<ShardSequence> sequence_;
   std::uint64_t batch_k_ = 0;
