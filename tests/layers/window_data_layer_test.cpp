@@ -219,6 +219,33 @@ TEST_F(WindowDataLayerTest, ShardsUniteToTheSingleProcessBatch) {
   }
 }
 
+// A resumed run draws what the uninterrupted one drew from the same stream position; cached
+// images are read at set-up and give the same batches.
+TEST_F(WindowDataLayerTest, ResumedAndCachedRunsDrawTheSameBatches) {
+  WriteAllWindows();
+  const std::string text = NetText("batch_size: 4 fg_fraction: 0.5", "crop_size: 3 mirror: true");
+  auto straight = MakeNet(text);
+  Next(straight.get());
+  Next(straight.get());
+  const std::uint64_t position = *straight->layers()[0]->stream_position();
+  const auto third = Next(straight.get());
+  straight.reset();
+  auto resumed = MakeNet(text);
+  resumed->layers()[0]->SeekStream(position);
+  EXPECT_EQ(Next(resumed.get()), third);
+  resumed.reset();
+
+  // At most a batch read ahead: the third is read after the files are gone.
+  auto cached =
+      MakeNet(NetText("batch_size: 4 fg_fraction: 0.5 cache_images: true",
+                      "crop_size: 3 mirror: true", "TRAIN", "data_param { prefetch: 1 }"));
+  std::filesystem::remove(Root() + "img0.png");
+  std::filesystem::remove(Root() + "img1.png");
+  Next(cached.get());
+  Next(cached.get());
+  EXPECT_EQ(Next(cached.get()), third);
+}
+
 TEST_F(WindowDataLayerTest, BadWindowFilesNameTheFileAndLine) {
   const std::string net = NetText("batch_size: 2", "crop_size: 4");
   const std::string file = WindowFile();
