@@ -25,6 +25,14 @@ set(DOPPIO_BLAS_INCLUDE_DIRS ${OpenBLAS_INCLUDE_DIR})
 find_package(LMDB REQUIRED)
 find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
 
+# Caffe's other file format: HDF5Data / HDF5Output layers, snapshot_format HDF5 and .h5
+# weights (src/util/hdf5*.cpp, through the C API). Required like LMDB: it is a plain Debian
+# library, and .h5 files written by Caffe must load in every build.
+find_package(HDF5 COMPONENTS C QUIET)
+if(NOT HDF5_FOUND)
+  message(FATAL_ERROR "HDF5 not found: apt-get install libhdf5-dev")
+endif()
+
 # Data-parallel training (src/parallel). Open MPI from Debian is not CUDA-aware: device
 # buffers are staged through host memory.
 find_package(MPI COMPONENTS C QUIET)

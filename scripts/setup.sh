@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev liblmdb-dev
+  # Caffe's HDF5 files: HDF5Data / HDF5Output layers, snapshot_format HDF5, .h5 weights.
+  libhdf5-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libopenblas-dev libopenmpi-dev openmpi-bin libgtest-dev
   # The CPU engine ONEDNN (without OpenCL, which its CMake package would want).

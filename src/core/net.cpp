@@ -13,6 +13,7 @@
 #include "doppio/device/gpu_math.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/snapshot_files.hpp"
 #include "doppio/util/upgrade_net.hpp"
 
 namespace doppio {
@@ -695,8 +696,7 @@ void Net<Dtype>::RestoreTrainedLayersFrom(const NetParameter& param) {
 template <typename Dtype>
 void Net<Dtype>::CopyTrainedLayersFromFile(const std::string& path) {
   NetParameter param;
-  ReadProtoFromBinaryFile(path, &param);
-  UpgradeNetAsNeeded(path, &param);
+  ReadWeightsFile(path, &param);
   DOPPIO_ENSURE(param.layer_size() > 0)
       << path << ": not a weights file (a NetParameter with layers); it holds no layers";
   CopyTrainedLayersFrom(param);

@@ -13,14 +13,21 @@ constexpr std::uint64_t kCropMirrorStream = 0xc409;
 
 TransformationParameter MergedTransformParam(const LayerParameter& param, const std::string& who) {
   TransformationParameter merged = param.transform_param();
-  const bool image = param.has_image_data_param();
-  const std::string block = image ? "image_data_param" : "data_param";
+  const bool window = param.has_window_data_param();
+  const bool image = !window && param.has_image_data_param();
+  const std::string block =
+      window ? "window_data_param" : (image ? "image_data_param" : "data_param");
   float scale;
   std::string mean_file;
   unsigned crop_size;
   bool mirror, force_color = false;
   bool has_scale, has_mean, has_crop, has_mirror, has_force = false;
-  if (image) {
+  if (window) {
+    const WindowDataParameter& p = param.window_data_param();
+    scale = p.scale(), mean_file = p.mean_file(), crop_size = p.crop_size(), mirror = p.mirror();
+    has_scale = p.has_scale(), has_mean = p.has_mean_file(), has_crop = p.has_crop_size();
+    has_mirror = p.has_mirror();
+  } else if (image) {
     const ImageDataParameter& p = param.image_data_param();
     scale = p.scale(), mean_file = p.mean_file(), crop_size = p.crop_size(), mirror = p.mirror();
     has_scale = p.has_scale(), has_mean = p.has_mean_file(), has_crop = p.has_crop_size();
@@ -75,19 +82,19 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
   const std::string who = this->Describe();
   const LayerParameter& param = this->layer_param_;
   const ReaderFields fields = Reader();
-  const std::string block = fields.block;
+  const std::string block = fields.block, shard_block = fields.shard_block;
   DOPPIO_ENSURE(fields.has_batch_size) << who << ": " << block << ".batch_size is not set";
   const long long batch_size = fields.batch_size, shard_rank = fields.shard_rank,
                   shard_size = fields.shard_size, threads = fields.threads;
   DOPPIO_ENSURE(batch_size > 0 && batch_size <= (1 << 24))
       << who << ": " << block << ".batch_size must be at least 1, got " << batch_size;
-  DOPPIO_ENSURE(shard_size >= 1) << who << ": " << block << ".shard_size must be at least 1, got "
-                                 << shard_size;
+  DOPPIO_ENSURE(shard_size >= 1) << who << ": " << shard_block
+                                 << ".shard_size must be at least 1, got " << shard_size;
   DOPPIO_ENSURE(shard_rank >= 0 && shard_rank < shard_size)
-      << who << ": " << block << ".shard_rank " << shard_rank << " is outside [0, " << shard_size
-      << ")";
+      << who << ": " << shard_block << ".shard_rank " << shard_rank << " is outside [0, "
+      << shard_size << ")";
   DOPPIO_ENSURE(threads >= 1 && threads <= 256)
-      << who << ": " << block << ".threads must be between 1 and 256, got " << threads;
+      << who << ": " << shard_block << ".threads must be between 1 and 256, got " << threads;
   // Caffe reads the prefetch depth from data_param for every prefetching layer.
   const long long depth = param.data_param().prefetch();
   DOPPIO_ENSURE(depth >= 1 && depth <= 1024)

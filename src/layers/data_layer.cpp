@@ -19,7 +19,7 @@ std::string DataLayer<Dtype>::RecordName(std::string_view key) const {
 template <typename Dtype>
 typename BasePrefetchingDataLayer<Dtype>::ReaderFields DataLayer<Dtype>::Reader() const {
   const auto& p = this->layer_param_.data_param();
-  return {"data_param",   p.has_batch_size(), p.batch_size(),
+  return {"data_param",   p.has_batch_size(), p.batch_size(), "data_param",
           p.shard_rank(), p.shard_size(),     p.threads()};
 }
 

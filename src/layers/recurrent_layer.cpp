@@ -53,8 +53,6 @@ void RecurrentLayer<Dtype>::CheckBottoms(const BlobVec& bottom) {
 template <typename Dtype>
 void RecurrentLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const RecurrentParameter& param = this->layer_param_.recurrent_param();
-  DOPPIO_ENSURE(!param.debug_info())
-      << this->Describe() << ": recurrent_param.debug_info is not supported";
   DOPPIO_ENSURE(param.num_output() > 0 && param.num_output() <= (1u << 30))
       << this->Describe() << ": recurrent_param.num_output must be positive";
   expose_hidden_ = param.expose_hidden();
@@ -114,6 +112,8 @@ void RecurrentLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top
     loss->add_loss_weight(1);
   }
   unrolled_net_ = std::make_unique<Net<Dtype>>(net, this->seed());
+  // Caffe's recurrent_param.debug_info: the unrolled net logs its layers' magnitudes.
+  unrolled_net_->set_debug_info(param.debug_info());
 
   x_input_ = unrolled_net_->blob_by_name("x").get();
   cont_input_ = unrolled_net_->blob_by_name("cont").get();

@@ -1,21 +1,10 @@
 // Caffe layer types that Doppio's schema parses but Doppio does not run. Each is registered
 // so that a net using one fails to build with the reason, the same way for every such type,
-// rather than as an unknown type. Those that read data are data sources all the same, so
-// `doppio time` can still time a net that uses them (it replaces them with constant inputs).
+// rather than as an unknown type.
 #include "doppio/core/layer_registry.hpp"
 
 namespace doppio {
 
-REGISTER_UNSUPPORTED_LAYER(
-    HDF5Data, LayerTraits().ReadsData().Unsupported(
-                  "HDF5Data layers are not supported; Doppio reads LMDB of Datum records "
-                  "(type: \"Data\") and image lists (type: \"ImageData\")"));
-REGISTER_UNSUPPORTED_LAYER(
-    WindowData, LayerTraits().ReadsData().Unsupported(
-                    "WindowData layers are not supported; Doppio reads LMDB of Datum records "
-                    "(type: \"Data\") and image lists (type: \"ImageData\")"));
-REGISTER_UNSUPPORTED_LAYER(HDF5Output,
-                           LayerTraits().Unsupported("HDF5Output layers are not supported"));
 REGISTER_UNSUPPORTED_LAYER(
     Python,
     LayerTraits().Unsupported(

@@ -20,6 +20,7 @@
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/solvers/weights.hpp"
 #include "doppio/util/io.hpp"
+#include "doppio/util/snapshot_files.hpp"
 
 namespace doppio {
 
@@ -70,6 +71,19 @@ std::string ParamName(const Net<Dtype>& net, const Blob<Dtype>* param) {
   return "a parameter";
 }
 
+// Caffe's HDF5 weights hold one layer per name: say so at set-up, not at the first snapshot.
+template <typename Dtype>
+void CheckHdf5CanHoldWeights(const Net<Dtype>& net) {
+  std::map<std::string, int> with_weights;
+  for (std::size_t i = 0; i < net.layers().size(); ++i) {
+    if (net.layers()[i]->blobs().empty()) continue;
+    DOPPIO_ENSURE(++with_weights[net.layer_names()[i]] == 1)
+        << "solver: snapshot_format HDF5 cannot hold net '" << net.name() << "': two layers named '"
+        << net.layer_names()[i] << "' have weights, and Caffe's HDF5 layout holds one layer per "
+        << "name; rename one, or use snapshot_format: BINARYPROTO";
+  }
+}
+
 std::string FormatDuration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   long total = static_cast<long>(seconds + 0.5);
@@ -100,6 +114,7 @@ Solver<Dtype>::Solver(const SolverParameter& param, std::shared_ptr<GpuContext> 
   }
   LOG(INFO) << "Initializing solver from parameters:\n" << param_.DebugString();
   InitTrainNet();
+  if (param_.snapshot_format() == SolverParameter::HDF5) CheckHdf5CanHoldWeights(*net_);
   InitTestNets();
   LOG(INFO) << "Solver scaffolding done.";
 }
@@ -125,8 +140,6 @@ void Solver<Dtype>::CheckParameters() const {
   DOPPIO_ENSURE(param_.regularization_type() == "L2" || param_.regularization_type() == "L1")
       << "solver: unknown regularization_type '" << param_.regularization_type()
       << "'; known types: L1 L2";
-  DOPPIO_ENSURE(param_.snapshot_format() == SolverParameter::BINARYPROTO)
-      << "solver: snapshot_format HDF5 is not supported; use BINARYPROTO";
   DOPPIO_ENSURE(param_.base_lr() >= 0) << "solver: base_lr must be >= 0, not " << param_.base_lr();
   DOPPIO_ENSURE(!param_.has_reference_batch() || param_.reference_batch() > 0)
       << "solver: reference_batch must be positive, not " << param_.reference_batch();
@@ -596,8 +609,10 @@ std::string Solver<Dtype>::SnapshotFilename(const std::string& extension) const 
 
 template <typename Dtype>
 void Solver<Dtype>::Snapshot() {
-  const std::string model_filename = SnapshotFilename(".caffemodel");
-  const std::string state_filename = SnapshotFilename(".solverstate");
+  // Caffe's names: HDF5 snapshots end in .h5, which is how they are read back.
+  const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
+  const std::string model_filename = SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
+  const std::string state_filename = SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate");
   NetParameter net_param;
   net_->ToProto(&net_param, param_.snapshot_diff());
   SolverState state;
@@ -609,10 +624,11 @@ void Solver<Dtype>::Snapshot() {
   if (!allow_nonfinite_) CheckSnapshotIsFinite(net_param, model_filename, state, state_filename);
   // Weights first, then the state that names them: a failure in between leaves the
   // previous .solverstate pointing at the previous, intact weights.
-  LOG(INFO) << "Snapshotting to binary proto file " << model_filename;
-  WriteProtoToBinaryFile(net_param, model_filename);
-  LOG(INFO) << "Snapshotting solver state to binary proto file " << state_filename;
-  WriteProtoToBinaryFile(state, state_filename);
+  const char* format = hdf5 ? "HDF5" : "binary proto";
+  LOG(INFO) << "Snapshotting to " << format << " file " << model_filename;
+  WriteWeightsFile(net_param, model_filename);
+  LOG(INFO) << "Snapshotting solver state to " << format << " file " << state_filename;
+  WriteSolverStateFile(state, state_filename);
 }
 
 // Both files are checked before either is written: no half snapshot is left either.
@@ -648,7 +664,7 @@ void Solver<Dtype>::CheckSnapshotIsFinite(const NetParameter& weights,
 template <typename Dtype>
 void Solver<Dtype>::ReadSnapshot(const std::string& state_file, SolverState* state,
                                  NetParameter* weights, std::string* weights_file) {
-  ReadProtoFromBinaryFile(state_file, state);
+  ReadSolverStateFile(state_file, state);
   DOPPIO_ENSURE(state->has_learned_net() && state->has_iter())
       << state_file
       << ": not a .solverstate (it has no iter or learned_net); to start from trained weights "
@@ -665,7 +681,7 @@ void Solver<Dtype>::ReadSnapshot(const std::string& state_file, SolverState* sta
         << beside.string() << "')";
     *weights_file = beside.string();
   }
-  ReadProtoFromBinaryFile(*weights_file, weights);
+  ReadWeightsFile(*weights_file, weights);
 }
 
 template <typename Dtype>

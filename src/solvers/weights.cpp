@@ -7,8 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "doppio/util/io.hpp"
-#include "doppio/util/upgrade_net.hpp"
+#include "doppio/util/snapshot_files.hpp"
 
 namespace doppio {
 
@@ -54,10 +53,10 @@ template <typename Dtype>
 void LoadNetWeights(Net<Dtype>* net, const std::string& files) {
   for (const std::string& file : SplitFiles(files)) {
     NetParameter weights;
-    ReadProtoFromBinaryFile(file, &weights);
-    UpgradeNetAsNeeded(file, &weights);
+    ReadWeightsFile(file, &weights);
     DOPPIO_ENSURE(weights.layer_size() > 0)
-        << file << ": not a .caffemodel (a binary NetParameter holding layers was expected)";
+        << file << ": not a .caffemodel: it holds no layers with weights (a binary NetParameter, "
+        << "or Caffe's HDF5 weights in a file ending in .h5, was expected)";
     // Copying by name skips unknown layers silently; a file sharing no layer with the net
     // is almost always the wrong file (or not a .caffemodel at all).
     const auto shapes = LayerBlobShapes(weights);

@@ -10,6 +10,7 @@
 #include "doppio/data/shard.hpp"
 #include "doppio/layers/base_data_layer.hpp"
 #include "doppio/layers/batch_norm_layer.hpp"
+#include "doppio/layers/hdf5_data_layer.hpp"
 #include "doppio/layers/memory_data_layer.hpp"
 #include "doppio/util/io.hpp"
 #include "synthetic_inputs.hpp"
@@ -23,8 +24,8 @@ LayerParameter Param(const std::string& name, const std::string& type) {
 }
 
 // A type's traits must match what its layer does: the layers that read records (the
-// prefetching data layers) are data sources that shard, MemoryData (fed by its caller) is a
-// data source that does not, and BatchNorm keeps per-rank state.
+// prefetching data layers and HDF5Data) are data sources that shard, MemoryData (fed by its
+// caller) is a data source that does not, and BatchNorm keeps per-rank state.
 TEST(LayerRegistryTest, EveryTypesTraitsMatchItsLayer) {
   const std::vector<std::string> types = LayerRegistry<float>::Types();
   ASSERT_FALSE(types.empty());
@@ -34,7 +35,8 @@ TEST(LayerRegistryTest, EveryTypesTraitsMatchItsLayer) {
     EXPECT_TRUE(traits.unsupported.empty());
     const auto layer = LayerRegistry<float>::CreateLayer(Param("l", type));
     const bool reads_records =
-        dynamic_cast<BasePrefetchingDataLayer<float>*>(layer.get()) != nullptr;
+        dynamic_cast<BasePrefetchingDataLayer<float>*>(layer.get()) != nullptr ||
+        dynamic_cast<HDF5DataLayer<float>*>(layer.get()) != nullptr;
     const bool fed = dynamic_cast<MemoryDataLayer<float>*>(layer.get()) != nullptr;
     EXPECT_EQ(traits.reads_data, reads_records || fed);
     EXPECT_EQ(traits.shard != nullptr, reads_records);
@@ -70,7 +72,7 @@ TEST(LayerRegistryTest, AnUnknownTypeIsAnErrorNamingLayerAndType) {
 // layer and why; they are not offered as known types.
 TEST(LayerRegistryTest, UnsupportedTypesAreRefusedWithTheirReason) {
   const std::vector<std::string> known = LayerRegistry<double>::Types();
-  for (const std::string type : {"HDF5Data", "WindowData", "HDF5Output", "Python", "Recurrent"}) {
+  for (const std::string type : {"Python", "Recurrent"}) {
     SCOPED_TRACE(type);
     const std::string why = LayerTypeTraits(type).unsupported;
     EXPECT_NE(why.find("not supported"), std::string::npos) << why;
@@ -95,9 +97,16 @@ TEST(LayerRegistryTest, ShardingAndSyntheticInputsFollowTheTraits) {
   NetParameter param = ParseText<NetParameter>(
       "layer { name: 'a' type: 'Data' top: 'x' top: 'y' data_param { batch_size: 4 } } "
       "layer { name: 'b' type: 'HDF5Data' top: 'h' top: 'z' hdf5_data_param { batch_size: 2 } } "
-      "layer { name: 'c' type: 'BatchNorm' bottom: 'x' top: 'x' }");
-  EXPECT_EQ(ShardDataLayers(&param, 1, 2), 1);
+      "layer { name: 'c' type: 'BatchNorm' bottom: 'x' top: 'x' } "
+      "layer { name: 'd' type: 'WindowData' top: 'w' top: 'v' window_data_param { batch_size: 3 } "
+      "data_param { prefetch: 2 } }");
+  EXPECT_EQ(ShardDataLayers(&param, 1, 2), 3);
   EXPECT_EQ(param.layer(0).data_param().shard_size(), 2);
+  // HDF5Data takes its shard from data_param: Caffe's hdf5_data_param has no field for it.
+  EXPECT_EQ(param.layer(1).data_param().shard_rank(), 1);
+  EXPECT_EQ(param.layer(1).data_param().shard_size(), 2);
+  // So does WindowData.
+  EXPECT_EQ(param.layer(3).data_param().shard_rank(), 1);
 
   const NetParameter synthetic = WithSyntheticInputs(param, 0, {1, 2, 2});
   EXPECT_EQ(synthetic.layer(0).type(), "DummyData");
@@ -105,6 +114,8 @@ TEST(LayerRegistryTest, ShardingAndSyntheticInputsFollowTheTraits) {
   EXPECT_EQ(synthetic.layer(1).type(), "DummyData");
   EXPECT_EQ(synthetic.layer(1).dummy_data_param().shape(0).dim(0), 2);
   EXPECT_EQ(synthetic.layer(2).type(), "BatchNorm");
+  // window_data_param's batch, not data_param's.
+  EXPECT_EQ(synthetic.layer(3).dummy_data_param().shape(0).dim(0), 3);
 }
 
 }  // namespace

@@ -264,13 +264,6 @@ TYPED_TEST(DataLayerTest, LevelDbIsNotSupported) {
   EXPECT_ERROR_WITH(MakeNet<TypeParam>(text), "layer 'data' (Data)", "LEVELDB", "not supported");
 }
 
-TYPED_TEST(DataLayerTest, Hdf5DataIsNotSupported) {
-  EXPECT_ERROR_WITH(
-      MakeNet<TypeParam>("layer { name: 'h5' type: 'HDF5Data' top: 'data' top: 'label' "
-                         "hdf5_data_param { source: 'list.txt' batch_size: 2 } }"),
-      "layer 'h5' (HDF5Data)", "not supported");
-}
-
 TYPED_TEST(DataLayerTest, LmdbOfOtherRecordsNamesTheRecord) {
   WriteLmdb(this->dir_.path() + "/text", {"hello, world", "not a datum"});
   EXPECT_ERROR_WITH(MakeNet<TypeParam>(DataNet(this->dir_.path() + "/text", "batch_size: 1")),

@@ -247,6 +247,17 @@ TYPED_TEST(LSTMLayerTest, UsesTheNetsWeightsAfterAnUpdate) {
   }
 }
 
+TEST(LSTMLayerTest, DebugInfoReachesTheUnrolledNet) {
+  for (const bool on : {false, true}) {
+    LayerParameter param = LSTMParam(2);
+    param.mutable_recurrent_param()->set_debug_info(on);
+    LSTMLayer<float> layer(param);
+    Blob<float> x({2, 1, 3}), cont({2, 1}), h;
+    layer.SetUp({&x, &cont}, {&h});
+    EXPECT_EQ(layer.unrolled_net().debug_info(), on);
+  }
+}
+
 TEST(LSTMLayerErrorTest, BadInputsNameTheLayer) {
   const auto make = [](const std::string& text) {
     return LayerRegistry<float>::CreateLayer(ParseText<LayerParameter>(text));
@@ -263,12 +274,6 @@ TEST(LSTMLayerErrorTest, BadInputsNameTheLayer) {
         make("name: 'lstm' type: 'LSTM'")->SetUp({&x, &cont}, {&h});
       },
       {"layer 'lstm' (LSTM)", "recurrent_param.num_output"});
-  ExpectError(
-      [&] {
-        make("name: 'lstm' type: 'LSTM' recurrent_param { num_output: 2 debug_info: true }")
-            ->SetUp({&x, &cont}, {&h});
-      },
-      {"layer 'lstm' (LSTM)", "recurrent_param.debug_info"});
   Blob<float> h0({1, 3, 2}), c0({1, 2, 2});
   ExpectError(
       [&] {

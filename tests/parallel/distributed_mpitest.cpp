@@ -19,6 +19,8 @@
 #include "doppio/parallel/nccl_communicator.hpp"
 #include "doppio/parallel/staging_communicator.hpp"
 #include "doppio/solvers/solver_registry.hpp"
+#include "doppio/util/hdf5.hpp"
+#include "doppio/util/io.hpp"
 #include "mpi_test_util.hpp"
 #include "parallel_test_data.hpp"
 #include "test_util.hpp"
@@ -37,22 +39,51 @@ void WriteLmdb(const std::string& path, int first, int count) {
   parallel_test::WriteRecords(path, first, count);
 }
 
+// The training records as HDF5 files of 20, 0 and 41 rows (HDF5Data reads them), and their
+// list.
+void WriteHdf5(const std::string& dir) {
+  std::ofstream list(dir + "/train_h5.txt");
+  int first = 0;
+  for (int rows : {20, 0, kTrainRecords - 20}) {
+    std::vector<float> data, label;
+    for (int i = first; i < first + rows; ++i) {
+      const Datum datum = parallel_test::Record(i);
+      for (unsigned char pixel : datum.data()) data.push_back(pixel * 0.00390625f);
+      label.push_back(static_cast<float>(datum.label()));
+    }
+    Hdf5Writer file;
+    file.Write("data", {rows, 1, 4, 4}, data.data());
+    file.Write("label", {rows}, label.data());
+    const std::string path = dir + "/train" + std::to_string(first) + ".h5";
+    WriteFileAtomically(file.Image(), path);
+    list << path << "\n";
+    first += rows;
+  }
+}
+
 // The net's variants: plain; with a parameter shared by two layers; with every random part
-// of an ImageNet net (random crop and mirror of each record, Dropout).
-enum class Variant { kPlain, kShared, kAugmented };
+// of an ImageNet net (random crop and mirror of each record, Dropout); reading its training
+// records from shuffled HDF5 files.
+enum class Variant { kPlain, kShared, kAugmented, kHdf5 };
 
 std::string Net(const std::string& dir, int train_batch, int test_batch,
                 Variant variant = Variant::kPlain, int hidden = 12) {
   std::ostringstream s;
   const bool shared = variant == Variant::kShared, augmented = variant == Variant::kAugmented;
   const std::string share = shared ? "param { name: 'sq' } param { } " : "";
-  s << "name: 'tiny' "
-    << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: TRAIN } "
-    << "  transform_param { scale: 0.00390625 " << (augmented ? "crop_size: 3 mirror: true " : "")
-    << "} "
-    << "  data_param { source: '" << dir << "/train' batch_size: " << train_batch
-    << " backend: LMDB } } "
-    << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: TEST } "
+  s << "name: 'tiny' ";
+  if (variant == Variant::kHdf5) {
+    s << "layer { name: 'data' type: 'HDF5Data' top: 'data' top: 'label' include { phase: TRAIN } "
+      << "  hdf5_data_param { source: '" << dir << "/train_h5.txt' batch_size: " << train_batch
+      << " shuffle: true } } ";
+  } else {
+    s << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: TRAIN } "
+      << "  transform_param { scale: 0.00390625 " << (augmented ? "crop_size: 3 mirror: true " : "")
+      << "} "
+      << "  data_param { source: '" << dir << "/train' batch_size: " << train_batch
+      << " backend: LMDB } } ";
+  }
+  s << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: TEST } "
     << "  transform_param { scale: 0.00390625 " << (augmented ? "crop_size: 3 " : "") << "} "
     << "  data_param { source: '" << dir << "/test' batch_size: " << test_batch
     << " backend: LMDB } } "
@@ -185,6 +216,7 @@ class DistributedTest : public ::testing::Test {
     if (World()->rank() == 0) {
       WriteLmdb(dir_->path() + "/train", 0, kTrainRecords);
       WriteLmdb(dir_->path() + "/test", 1000, kTestRecords);
+      WriteHdf5(dir_->path());
     }
     World()->Barrier("data sets written");
   }
@@ -212,6 +244,7 @@ class DistributedTest : public ::testing::Test {
     const std::string what = type + " iter_size " + std::to_string(iter_size) +
                              (variant == Variant::kShared      ? " shared params"
                               : variant == Variant::kAugmented ? " crop, mirror, dropout"
+                              : variant == Variant::kHdf5      ? " shuffled HDF5 files"
                                                                : "") +
                              " --sync=" + SyncModeName(mode) + " on " + std::to_string(N()) +
                              " ranks" + (gpu ? " on GPUs" : "") +
@@ -224,7 +257,7 @@ class DistributedTest : public ::testing::Test {
       EXPECT_GT(trainer.sync().buckets().size(), 2u) << what;
     }
     trainer.Solve();
-    EXPECT_EQ(trainer.solver()->iter(), 6);
+    EXPECT_EQ(trainer.solver()->iter(), trainer.solver()->param().max_iter());
     auto single = SolverRegistry<float>::CreateSolver(
         Param(type, Net(Dir(), N() * kBatch, kBatch, variant), iter_size, 6, extra), gpu);
     single->Solve();
@@ -274,6 +307,12 @@ TEST_F(DistributedTest, EquivalenceSharedParametersEveryMode) {
 TEST_F(DistributedTest, EquivalenceWithRandomCropMirrorAndDropout) {
   ExpectEquivalence("SGD", 1, Variant::kAugmented, SyncMode::kOverlap);
   ExpectEquivalence("SGD", 2, Variant::kAugmented, SyncMode::kBlocking);
+}
+
+// HDF5Data shards its files' rows like the Data layer's records, and shuffles them by epoch,
+// not by rank (61 rows: 25 iterations cross an epoch boundary on any number of ranks).
+TEST_F(DistributedTest, EquivalenceReadingShuffledHdf5Files) {
+  ExpectEquivalence("SGD", 1, Variant::kHdf5, SyncMode::kOverlap, World(), nullptr, "max_iter: 25");
 }
 
 // --- On GPUs: the same invariant with the gradients in device memory. ---

@@ -14,7 +14,9 @@
 #include "doppio/data/convert.hpp"
 #include "doppio/data/db.hpp"
 #include "doppio/data/image_io.hpp"
+#include "doppio/util/hdf5.hpp"
 #include "doppio/util/io.hpp"
+#include "doppio/util/snapshot_files.hpp"
 #include "log_capture.hpp"
 #include "solver_test_util.hpp"
 
@@ -142,6 +144,48 @@ TEST_F(ExactResumeTest, AStateWithoutAPositionRestartsTheDataWithAWarning) {
   EXPECT_CONTAINS(warnings.text(), "starts over");
   resumed->Step(kTotal - kBefore);
   EXPECT_NE(Weights(*resumed), Uninterrupted(param));
+}
+
+// The same with the records in HDF5 files read by a shuffled HDF5Data layer, snapshotting in
+// Caffe's HDF5 format: the data position travels in the .solverstate.h5.
+TEST_F(ExactResumeTest, Hdf5DataResumesFromAnHdf5SnapshotBitForBit) {
+  std::ofstream list(dir_.path() + "/h5list.txt");
+  for (int file = 0; file < 2; ++file) {
+    std::vector<float> data, label;
+    for (int i = file * 6; i < std::min(kRecords, file * 6 + 6); ++i) {
+      for (int h = 0; h < 6; ++h)
+        for (int w = 0; w < 6; ++w) data.push_back(0.004f * Pixel(i, h, w));
+      label.push_back(static_cast<float>(i % 3));
+    }
+    const int rows = static_cast<int>(label.size());
+    Hdf5Writer writer;
+    writer.Write("data", {rows, 1, 6, 6}, data.data());
+    writer.Write("label", {rows}, label.data());
+    const std::string path = dir_.path() + "/part" + std::to_string(file) + ".h5";
+    WriteFileAtomically(writer.Image(), path);
+    list << path << "\n";
+  }
+  list.close();
+  SolverParameter param = Param(false);
+  param.set_snapshot_format(SolverParameter::HDF5);
+  *param.mutable_net_param() = ParseText<NetParameter>(
+      "layer { name: 'data' type: 'HDF5Data' top: 'data' top: 'label' hdf5_data_param { "
+      "source: '" +
+      dir_.path() + "/h5list.txt' batch_size: 4 shuffle: true } }" + kBody);
+
+  auto first = SolverRegistry<float>::CreateSolver(param);
+  first->Step(kBefore);
+  first->Snapshot();
+  const std::string state_file = dir_.path() + "/snap_iter_3.solverstate.h5";
+  SolverState state;
+  ReadSolverStateFile(state_file, &state);
+  ASSERT_EQ(state.data_position_size(), 1);
+  EXPECT_EQ(state.data_position(0).position(), 4u * kBefore);
+
+  auto resumed = SolverRegistry<float>::CreateSolver(param);
+  resumed->Restore(state_file);
+  resumed->Step(kTotal - kBefore);
+  EXPECT_EQ(Weights(*resumed), Uninterrupted(param));
 }
 
 }  // namespace

@@ -257,6 +257,73 @@ TYPED_TEST(SnapshotTest, RestoreContinuesBitIdentically) {
   }
 }
 
+// snapshot_format: HDF5 writes Caffe's .caffemodel.h5 and .solverstate.h5, and resuming from
+// them continues bit for bit as from the binary files: every method, and nets whose arena is
+// not in Caffe's order or that share a weight.
+TYPED_TEST(SnapshotTest, Hdf5SnapshotRestoresBitIdentically) {
+  using Dtype = TypeParam;
+  const std::string extra =
+      "lr_policy: 'multistep' gamma: 0.5 stepvalue: 2 stepvalue: 5 snapshot_format: HDF5";
+  std::vector<std::pair<std::string, SolverParameter>> cases;
+  for (const std::string type : kTypes) cases.emplace_back(type, this->Param(type, extra));
+  cases.emplace_back("layered net", this->Param("Adam", extra, kLayeredNet));
+  cases.emplace_back("shared weight", this->Param("SGD", extra, kSharedNet));
+  for (const auto& [name, param] : cases) {
+    SCOPED_TRACE(name);
+    auto uninterrupted = MakeSolver<Dtype>(param);
+    uninterrupted->Step(8);
+    auto first = MakeSolver<Dtype>(param);
+    first->Step(3);
+    first->Snapshot();
+    const std::string state = this->Prefix() + "_iter_3.solverstate.h5";
+    ASSERT_TRUE(fs::exists(state));
+    ASSERT_TRUE(fs::exists(this->Prefix() + "_iter_3.caffemodel.h5"));
+    EXPECT_FALSE(fs::exists(this->Prefix() + "_iter_3.solverstate"));
+
+    SolverParameter other_seed = param;
+    other_seed.set_random_seed(99);
+    auto resumed = MakeSolver<Dtype>(other_seed);
+    resumed->Restore(state);
+    EXPECT_EQ(resumed->iter(), 3);
+    EXPECT_EQ(Weights(*resumed), Weights(*first));
+    resumed->Step(5);
+    EXPECT_EQ(resumed->current_step(), uninterrupted->current_step());
+    // Bit-identical, not merely close.
+    EXPECT_EQ(Weights(*resumed), Weights(*uninterrupted));
+  }
+}
+
+TYPED_TEST(SnapshotTest, Hdf5SnapshotsAreAtomicAndRefuseWhatTheyCannotHold) {
+  using Dtype = TypeParam;
+  auto solver = MakeSolver<Dtype>(this->Param("SGD", "snapshot_format: HDF5"));
+  solver->Step(2);
+  solver->Snapshot();
+  const std::string model = this->Prefix() + "_iter_2.caffemodel.h5";
+  const std::string model_bytes = ReadFile(model);
+  for (auto* blob : solver->net()->learnable_params()) blob->scale_data(Dtype(2));
+  {
+    ScopedWriteFault write_fault("caffemodel.h5");
+    EXPECT_ERROR_WITH(solver->Snapshot(), "caffemodel.h5", "write failed");
+  }
+  EXPECT_EQ(ReadFile(model), model_bytes);
+  auto restored = MakeSolver<Dtype>(this->Param("SGD"));
+  restored->Restore(this->Prefix() + "_iter_2.solverstate.h5");
+  EXPECT_EQ(restored->iter(), 2);
+
+  // Caffe's layout names weights by layer: two layers of one name are refused at set-up.
+  const char* const twins = R"(
+    layer { name: 'data' type: 'Input' top: 'x' top: 'y'
+            input_param { shape { dim: 4 dim: 3 } shape { dim: 4 dim: 1 } } }
+    layer { name: 'ip' type: 'InnerProduct' bottom: 'x' top: 'h'
+            inner_product_param { num_output: 2 } }
+    layer { name: 'ip' type: 'InnerProduct' bottom: 'h' top: 'out'
+            inner_product_param { num_output: 1 } }
+    layer { name: 'loss' type: 'EuclideanLoss' bottom: 'out' bottom: 'y' top: 'loss' })";
+  EXPECT_ERROR_WITH(MakeSolver<Dtype>(this->Param("SGD", "snapshot_format: HDF5", twins)),
+                    "snapshot_format HDF5", "two layers named 'ip'");
+  EXPECT_NO_THROW(MakeSolver<Dtype>(this->Param("SGD", "", twins)));
+}
+
 TYPED_TEST(SnapshotTest, StateIsWrittenInCaffesOrderAndResumes) {
   using Dtype = TypeParam;
   for (const std::string net : kOrderNets) {

@@ -71,7 +71,6 @@ TYPED_TEST(SolverTest, BadParametersAreErrorsNamingTheField) {
       {"iter_size: 0", "iter_size"},
       {"average_loss: 0", "average_loss"},
       {"max_iter: -1", "max_iter"},
-      {"snapshot_format: HDF5", "HDF5"},
       {"type: 'AdaGrad' momentum: 0.9", "momentum"},
       {"type: 'RMSProp' momentum: 0.9", "momentum"},
       {"type: 'RMSProp' rms_decay: 1.5", "rms_decay"},

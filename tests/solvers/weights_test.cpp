@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "doppio/util/hdf5.hpp"
 #include "doppio/util/io.hpp"
 #include "solver_test_util.hpp"
 
@@ -176,6 +177,47 @@ TYPED_TEST(WeightsTest, ModelInCaffesWireLayoutLoads) {
   auto other = this->MakeNet(9);
   other->CopyTrainedLayersFromFile(file);
   this->ExpectIpHolds(*other, kWeights, kBias);
+}
+
+// Caffe's HDF5 weights (/data/<layer>/<blob index>), chosen by the ".h5" ending, load like a
+// .caffemodel: alone, with Net's own loader, and in a list with a .caffemodel.
+TYPED_TEST(WeightsTest, Hdf5WeightsLoadByTheirEnding) {
+  Hdf5Writer caffe;
+  caffe.CreateGroup("data/data");
+  caffe.Write("data/ip/0", {2, 3}, kWeights.data());
+  const std::vector<double> bias(kBias.begin(), kBias.end());
+  caffe.Write("data/ip/1", {2}, bias.data());
+  const std::string file = this->dir_.path() + "/caffe.caffemodel.h5";
+  WriteFileAtomically(caffe.Image(), file);
+
+  auto net = this->MakeNet();
+  const TypeParam ip2_before = net->layer_by_name("ip2")->blobs()[0]->cpu_data()[0];
+  LoadNetWeights(net.get(), file);
+  this->ExpectIpHolds(*net, kWeights, kBias);
+  EXPECT_EQ(net->layer_by_name("ip2")->blobs()[0]->cpu_data()[0], ip2_before);
+  auto other = this->MakeNet(9);
+  other->CopyTrainedLayersFromFile(file);
+  this->ExpectIpHolds(*other, kWeights, kBias);
+
+  // A later file of the list wins, whatever its format.
+  const std::vector<float> weights2(6, 9.f);
+  const std::string binary = this->Write(
+      "later.caffemodel",
+      CaffeNet("n", {CaffeLayer("ip", "InnerProduct",
+                                {CaffeBlob({2, 3}, weights2), CaffeBlob({2}, kBias)})}));
+  auto both = this->MakeNet();
+  LoadNetWeights(both.get(), file + "," + binary);
+  this->ExpectIpHolds(*both, weights2, kBias);
+
+  Hdf5Writer wrong;
+  wrong.Write("data/ip/0", {3, 3}, std::vector<float>(9, 1.f).data());
+  wrong.Write("data/ip/1", {2}, kBias.data());
+  WriteFileAtomically(wrong.Image(), this->dir_.path() + "/wrong.h5");
+  EXPECT_ERROR_WITH(LoadNetWeights(net.get(), this->dir_.path() + "/wrong.h5"), "'ip'", "blob 0",
+                    "3 3", "2 3");
+  // A binary .caffemodel named .h5 is read as HDF5, as Caffe reads it, and refused.
+  const std::string misnamed = this->Write("binary.h5", ReadFile(binary));
+  EXPECT_ERROR_WITH(LoadNetWeights(net.get(), misnamed), "binary.h5", "not an HDF5 file");
 }
 
 TYPED_TEST(WeightsTest, ModelInCaffesV1LayoutLoads) {

@@ -165,6 +165,38 @@ TEST_F(TrainCommandTest, ResumesFromASnapshot) {
   EXPECT_FALSE(final_weights.empty());
 }
 
+// snapshot_format: HDF5 as in Caffe: .caffemodel.h5 and .solverstate.h5, resumed from with
+// --snapshot, and the weights scored with --weights.
+TEST_F(TrainCommandTest, Hdf5SnapshotsResumeAndServeAsWeights) {
+  const std::string solver = Solver("snapshot: 10 snapshot_format: HDF5");
+  const auto trained = Train({"--solver=" + solver});
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_CONTAINS(trained.output,
+                  "Snapshotting to HDF5 file " + Path("snap/cli_iter_10.caffemodel.h5"));
+  EXPECT_EQ(SnapshotFiles(),
+            (std::vector<std::string>{"cli_iter_10.caffemodel.h5", "cli_iter_10.solverstate.h5",
+                                      "cli_iter_20.caffemodel.h5", "cli_iter_20.solverstate.h5"}));
+  fs::remove(Path("snap/cli_iter_20.caffemodel.h5"));
+  const auto resumed =
+      Train({"--solver=" + solver, "--snapshot=" + Path("snap/cli_iter_10.solverstate.h5")});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_CONTAINS(resumed.output, "Restored solver state at iteration 10");
+  EXPECT_EQ(resumed.output.find("Iteration 5, loss"), std::string::npos);
+  EXPECT_TRUE(Exists("snap/cli_iter_20.caffemodel.h5"));
+
+  const std::string weights = Path("snap/cli_iter_20.caffemodel.h5");
+  const auto tested = RunDoppio(
+      {"test", "--model=" + Path("net.prototxt"), "--weights=" + weights, "--iterations=2"},
+      Path("test_log.txt"));
+  ASSERT_EQ(tested.exit_code, 0) << tested.output;
+  EXPECT_CONTAINS(tested.output, "Copied weights of 2 of 2 layers");
+
+  const auto missing =
+      Train({"--solver=" + solver, "--snapshot=" + Path("snap/none.solverstate.h5")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_CONTAINS(missing.output, "none.solverstate.h5");
+}
+
 TEST_F(TrainCommandTest, FineTunesFromWeightsAndOverridesIterations) {
   const std::string solver = Solver();
   ASSERT_EQ(Train({"--solver=" + solver}).exit_code, 0);

@@ -16,8 +16,9 @@ DEFINE_string(gpu, "",
               "Run on a GPU: '0', a list such as '0,1' (the MPI ranks of a node take its entries "
               "in turn) or 'all' (local rank i on GPU i). Empty runs on the CPU.");
 DEFINE_string(weights, "",
-              "Comma-separated .caffemodel files to initialise the net from (layers copied "
-              "by name). Cannot be combined with --snapshot.");
+              "Comma-separated .caffemodel files (or Caffe's HDF5 weights, named *.h5) to "
+              "initialise the net from (layers copied by name). Cannot be combined with "
+              "--snapshot.");
 DEFINE_int32(level, 0, "The level of the net state, for include/exclude rules.");
 DEFINE_string(stage, "", "Comma-separated stages of the net state, for include/exclude rules.");
 DEFINE_bool(tf32_conv, true,

@@ -25,7 +25,8 @@
 
 DEFINE_string(solver, "", "The solver definition (solver prototxt). Required.");
 DEFINE_string(snapshot, "",
-              "A .solverstate to resume training from. Cannot be combined with --weights.");
+              "A .solverstate (or .solverstate.h5) to resume training from. Cannot be combined "
+              "with --weights.");
 DEFINE_string(sigint_effect, "stop",
               "What SIGINT and SIGTERM do: stop (snapshot when snapshot_after_train, then "
               "exit), snapshot (write a snapshot and go on) or none.");

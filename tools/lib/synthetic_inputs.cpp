@@ -10,10 +10,13 @@ namespace {
 
 int BatchSize(const LayerParameter& layer, int batch) {
   if (batch > 0) return batch;
-  if (layer.has_data_param()) return layer.data_param().batch_size();
+  // The other data layers may carry a data_param too (prefetch, HDF5Data's shard): their own
+  // block comes first.
   if (layer.has_image_data_param()) return layer.image_data_param().batch_size();
   if (layer.has_hdf5_data_param()) return layer.hdf5_data_param().batch_size();
   if (layer.has_memory_data_param()) return layer.memory_data_param().batch_size();
+  if (layer.has_window_data_param()) return layer.window_data_param().batch_size();
+  if (layer.has_data_param()) return layer.data_param().batch_size();
   return 1;
 }
 

@@ -62,6 +62,9 @@ class DataTransformer {
 
   const TransformationParameter& param() const { return param_; }
   bool has_mean_file() const { return !mean_.empty(); }
+  // The mean file's pixels (C x H x W, row-major) and shape {C, H, W}; empty without one.
+  const std::vector<float>& mean_image() const { return mean_; }
+  std::vector<int> mean_shape() const { return {mean_channels_, mean_height_, mean_width_}; }
 
  private:
   template <typename Src>

@@ -58,11 +58,15 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
 
  protected:
   // The fields every prefetching layer has in its own parameter block (data_param,
-  // image_data_param), which LayerSetUp checks.
+  // image_data_param, window_data_param), which LayerSetUp checks. shard_rank, shard_size
+  // and threads are Doppio's and live in shard_block (the own block, or data_param for a
+  // Caffe block that has no such fields).
   struct ReaderFields {
     const char* block;  // the block's name, for messages
     bool has_batch_size;
-    long long batch_size, shard_rank, shard_size, threads;
+    long long batch_size;
+    const char* shard_block;
+    long long shard_rank, shard_size, threads;
   };
   virtual ReaderFields Reader() const = 0;
   // Reads the layer's parameters, opens the source and returns the shape {C, H, W} of one
@@ -118,7 +122,8 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
 };
 
 // transform_param with the deprecated transformation fields of data_param /
-// image_data_param (scale, mean_file, crop_size, mirror, force_encoded_color) moved into it,
+// image_data_param / window_data_param (scale, mean_file, crop_size, mirror,
+// force_encoded_color) moved into it,
 // as Caffe's upgrade does. A field set in both places with different values is an Error
 // naming the layer and the field.
 TransformationParameter MergedTransformParam(const LayerParameter& param, const std::string& who);

@@ -72,7 +72,8 @@ class Solver {
                            std::string* weights_file);
   void RestoreFrom(const SolverState& state, const NetParameter& weights,
                    const std::string& state_origin, const std::string& weights_origin);
-  // Writes <prefix>_iter_<N>.caffemodel and .solverstate, each atomically.
+  // Writes <prefix>_iter_<N>.caffemodel and .solverstate, each atomically (with
+  // snapshot_format HDF5: .caffemodel.h5 and .solverstate.h5, util/snapshot_files.hpp).
   void Snapshot();
 
   const SolverParameter& param() const { return param_; }

@@ -7,7 +7,8 @@
 
 namespace doppio {
 
-// Loads trained weights into `net` from one or more .caffemodel files ("a.caffemodel,b"),
+// Loads trained weights into `net` from one or more .caffemodel files ("a.caffemodel,b"; a
+// name ending in .h5 is read as Caffe's HDF5 weights, util/snapshot_files.hpp),
 // copying layers by name (Caffe's fine-tuning rule). Throws Error naming the file when it
 // cannot be read, is not a NetParameter with layers, shares no layer name with the net, or
 // holds a blob whose shape differs from the net's.

@@ -1,0 +1,241 @@
+#include "doppio/util/snapshot_files.hpp"
+
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "doppio/util/hdf5.hpp"
+#include "doppio/util/io.hpp"
+#include "doppio/util/upgrade_net.hpp"
+
+namespace doppio {
+
+namespace {
+
+// The blob's shape, from its legacy 4-d fields where it has no shape.
+std::vector<int> ShapeOf(const BlobProto& blob) {
+  if (blob.has_shape()) {
+    std::vector<int> shape;
+    for (std::int64_t d : blob.shape().dim()) shape.push_back(static_cast<int>(d));
+    return shape;
+  }
+  return {blob.num(), blob.channels(), blob.height(), blob.width()};
+}
+
+void WriteBlob(Hdf5Writer* file, const std::string& name, const BlobProto& blob, bool diff) {
+  const std::vector<int> shape = ShapeOf(blob);
+  if (diff) {
+    if (blob.double_diff_size() > 0) {
+      file->Write(name, shape, blob.double_diff().data());
+    } else {
+      file->Write(name, shape, blob.diff().data());
+    }
+  } else if (blob.double_data_size() > 0) {
+    file->Write(name, shape, blob.double_data().data());
+  } else {
+    file->Write(name, shape, blob.data().data());
+  }
+}
+
+void ReadBlob(const Hdf5Reader& file, const std::string& name, BlobProto* blob) {
+  for (std::uint64_t d : file.Shape(name)) {
+    if (d > static_cast<std::uint64_t>(INT_MAX)) {
+      throw Error(file.path() + ", dataset '" + name + "': axis of " + std::to_string(d) +
+                  " is too long for a blob");
+    }
+    blob->mutable_shape()->add_dim(static_cast<std::int64_t>(d));
+  }
+  if (file.IsDouble(name)) {
+    const std::vector<double> values = file.Read<double>(name);
+    blob->mutable_double_data()->Add(values.begin(), values.end());
+  } else {
+    const std::vector<float> values = file.Read<float>(name);
+    blob->mutable_data()->Add(values.begin(), values.end());
+  }
+}
+
+// The members of `group` named by indices 0..n-1, in index order; Error for a gap or a name
+// that is not an index (`what` names the group's role in messages).
+std::vector<std::string> IndexedMembers(const Hdf5Reader& file, const std::string& group,
+                                        const std::vector<std::string>& names,
+                                        const std::string& what) {
+  std::map<long, std::string> by_index;
+  for (const std::string& name : names) {
+    char* end = nullptr;
+    const long index = std::strtol(name.c_str(), &end, 10);
+    if (name.empty() || *end != '\0' || index < 0) {
+      throw Error(file.path() + ": " + what + " holds '" + name +
+                  "', which is not a blob index (0, 1, ...)");
+    }
+    by_index[index] = group + "/" + name;
+  }
+  std::vector<std::string> ordered;
+  for (const auto& [index, path] : by_index) {
+    if (index != static_cast<long>(ordered.size())) {
+      throw Error(file.path() + ": " + what + " holds blob " + std::to_string(index) +
+                  " but not blob " + std::to_string(ordered.size()) +
+                  " (Caffe leaves out the blobs a layer shares with another; every blob of a "
+                  "layer is needed)");
+    }
+    ordered.push_back(path);
+  }
+  return ordered;
+}
+
+// The layers under `group` (a group per layer, nested where the name has '/'), each with the
+// datasets of its blobs.
+void ReadLayerGroups(const Hdf5Reader& file, const std::string& group, const std::string& prefix,
+                     NetParameter* weights) {
+  std::vector<std::string> blobs;
+  for (const std::string& member : file.Members(group)) {
+    const std::string path = group + "/" + member;
+    if (file.IsGroup(path)) {
+      ReadLayerGroups(file, path, prefix + member + "/", weights);
+    } else {
+      blobs.push_back(member);
+    }
+  }
+  if (blobs.empty() || prefix.empty()) {
+    if (!blobs.empty()) {
+      throw Error(file.path() + ": dataset '" + group + "/" + blobs[0] +
+                  "' is outside any layer's group (Caffe's layout: /data/<layer>/<blob index>)");
+    }
+    return;
+  }
+  LayerParameter* layer = weights->add_layer();
+  layer->set_name(prefix.substr(0, prefix.size() - 1));
+  for (const std::string& path :
+       IndexedMembers(file, group, blobs, "layer '" + layer->name() + "'")) {
+    ReadBlob(file, path, layer->add_blobs());
+  }
+}
+
+void ReadWeightsHdf5(const std::string& path, NetParameter* weights) {
+  Hdf5Reader file(path);
+  DOPPIO_ENSURE(file.IsGroup("data"))
+      << path << ": not HDF5 weights (it has no group 'data'; Caffe's layout is "
+      << "/data/<layer>/<blob index>)";
+  ReadLayerGroups(file, "data", "", weights);
+}
+
+void WriteWeightsHdf5(const NetParameter& weights, const std::string& path) {
+  Hdf5Writer file;
+  file.CreateGroup("data");
+  bool diffs = false;
+  for (const LayerParameter& layer : weights.layer()) {
+    for (const BlobProto& blob : layer.blobs()) {
+      diffs = diffs || blob.diff_size() > 0 || blob.double_diff_size() > 0;
+    }
+  }
+  if (diffs) file.CreateGroup("diff");
+  std::set<std::string> groups, with_blobs;
+  for (const LayerParameter& layer : weights.layer()) {
+    if (layer.blobs_size() > 0 && !with_blobs.insert(layer.name()).second) {
+      throw Error(path + ": two layers named '" + layer.name() +
+                  "' have weights, and Caffe's HDF5 layout holds one layer per name; rename "
+                  "one, or use snapshot_format: BINARYPROTO");
+    }
+    // Caffe makes a group for every layer, with weights or not.
+    if (groups.insert(layer.name()).second) {
+      file.CreateGroup("data/" + layer.name());
+      if (diffs) file.CreateGroup("diff/" + layer.name());
+    }
+    for (int j = 0; j < layer.blobs_size(); ++j) {
+      const std::string index = "/" + std::to_string(j);
+      WriteBlob(&file, "data/" + layer.name() + index, layer.blobs(j), false);
+      if (diffs) WriteBlob(&file, "diff/" + layer.name() + index, layer.blobs(j), true);
+    }
+  }
+  WriteFileAtomically(file.Image(), path);
+}
+
+void ReadSolverStateHdf5(const std::string& path, SolverState* state) {
+  Hdf5Reader file(path);
+  DOPPIO_ENSURE(file.Has("iter") && file.Has("learned_net"))
+      << path << ": not an HDF5 solver state (it has no iter or learned_net)";
+  const std::int64_t iter = file.ReadInt("iter");
+  DOPPIO_ENSURE(iter >= INT_MIN && iter <= INT_MAX) << path << ": iter " << iter << " is too large";
+  state->set_iter(static_cast<int>(iter));
+  state->set_learned_net(file.ReadString("learned_net"));
+  if (file.Has("current_step")) {
+    state->set_current_step(static_cast<int>(file.ReadInt("current_step")));
+  }
+  if (file.Has("history")) {
+    for (const std::string& blob :
+         IndexedMembers(file, "history", file.Members("history"), "group 'history'")) {
+      ReadBlob(file, blob, state->add_history());
+    }
+  }
+  if (file.Has("doppio/history_in_caffe_order")) {
+    state->set_history_in_caffe_order(file.ReadInt("doppio/history_in_caffe_order") != 0);
+  }
+  if (file.Has("doppio/data_position")) {
+    const std::string group = "doppio/data_position";
+    for (const std::string& entry :
+         IndexedMembers(file, group, file.Members(group), "group '" + group + "'")) {
+      DataPosition* position = state->add_data_position();
+      position->set_layer(file.ReadString(entry + "/layer"));
+      position->set_position(static_cast<std::uint64_t>(file.ReadInt(entry + "/position")));
+    }
+  }
+}
+
+void WriteSolverStateHdf5(const SolverState& state, const std::string& path) {
+  Hdf5Writer file;
+  file.WriteInt("iter", state.iter());
+  file.WriteString("learned_net", state.learned_net());
+  file.WriteInt("current_step", state.current_step());
+  file.CreateGroup("history");
+  for (int i = 0; i < state.history_size(); ++i) {
+    WriteBlob(&file, "history/" + std::to_string(i), state.history(i), false);
+  }
+  if (state.has_history_in_caffe_order()) {
+    file.WriteInt("doppio/history_in_caffe_order", state.history_in_caffe_order());
+  }
+  for (int i = 0; i < state.data_position_size(); ++i) {
+    const std::string entry = "doppio/data_position/" + std::to_string(i);
+    file.WriteString(entry + "/layer", state.data_position(i).layer());
+    file.WriteInt(entry + "/position",
+                  static_cast<std::int64_t>(state.data_position(i).position()));
+  }
+  WriteFileAtomically(file.Image(), path);
+}
+
+}  // namespace
+
+void ReadWeightsFile(const std::string& path, NetParameter* weights) {
+  if (IsHdf5Path(path)) {
+    ReadWeightsHdf5(path, weights);
+    return;
+  }
+  ReadProtoFromBinaryFile(path, weights);
+  UpgradeNetAsNeeded(path, weights);
+}
+
+void WriteWeightsFile(const NetParameter& weights, const std::string& path) {
+  if (IsHdf5Path(path)) {
+    WriteWeightsHdf5(weights, path);
+  } else {
+    WriteProtoToBinaryFile(weights, path);
+  }
+}
+
+void ReadSolverStateFile(const std::string& path, SolverState* state) {
+  if (IsHdf5Path(path)) {
+    ReadSolverStateHdf5(path, state);
+  } else {
+    ReadProtoFromBinaryFile(path, state);
+  }
+}
+
+void WriteSolverStateFile(const SolverState& state, const std::string& path) {
+  if (IsHdf5Path(path)) {
+    WriteSolverStateHdf5(state, path);
+  } else {
+    WriteProtoToBinaryFile(state, path);
+  }
+}
+
+}  // namespace doppio
