@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "doppio/core/common.hpp"
 #include "doppio/util/math_functions.hpp"
@@ -43,17 +44,25 @@ PowerSgdCompressor<Dtype>::PowerSgdCompressor(std::size_t count,
 
 template <typename Dtype>
 void PowerSgdCompressor<Dtype>::Orthogonalise(Dtype* matrix, int rows, int cols) {
+  auto norm_of = [&](int j) {
+    double sum = 0;
+    for (int r = 0; r < rows; ++r) sum += double(matrix[r * cols + j]) * matrix[r * cols + j];
+    return std::sqrt(sum);
+  };
+  // What is left of a column within rounding of the span of those before it is noise, not a
+  // direction of its own.
+  const double rounding = 64 * std::numeric_limits<Dtype>::epsilon();
   for (int j = 0; j < cols; ++j) {
+    const double before = norm_of(j);
     for (int i = 0; i < j; ++i) {
       double dot = 0;
       for (int r = 0; r < rows; ++r) dot += double(matrix[r * cols + i]) * matrix[r * cols + j];
-      for (int r = 0; r < rows; ++r) matrix[r * cols + j] -= static_cast<Dtype>(dot) * matrix[r * cols + i];
+      for (int r = 0; r < rows; ++r) {
+        matrix[r * cols + j] -= static_cast<Dtype>(dot) * matrix[r * cols + i];
+      }
     }
-    double norm = 0;
-    for (int r = 0; r < rows; ++r) norm += double(matrix[r * cols + j]) * matrix[r * cols + j];
-    norm = std::sqrt(norm);
-    // A column within rounding of the span of those before it carries no direction of its own.
-    const Dtype scale = norm > 1e-30 ? static_cast<Dtype>(1 / norm) : Dtype(0);
+    const double norm = norm_of(j);
+    const Dtype scale = norm > rounding * before && norm > 0 ? static_cast<Dtype>(1 / norm) : Dtype(0);
     for (int r = 0; r < rows; ++r) matrix[r * cols + j] *= scale;
   }
 }

@@ -26,7 +26,8 @@ class PowerSgdCompressor : public BucketCompressor<Dtype> {
   std::vector<Dtype>* shared_state() override { return &q_; }
 
   // Orthonormalises the `cols` columns of the row-major rows x cols matrix in place
-  // (modified Gram-Schmidt); a column that vanishes becomes zero.
+  // (modified Gram-Schmidt); a column within rounding of the span of those before it
+  // becomes zero.
   static void Orthogonalise(Dtype* matrix, int rows, int cols);
 
  private:
