@@ -57,8 +57,8 @@ void RestoreCompressionState(const SolverState& saved, int num_ranks, int rank,
   const bool wanted = sync->compressing() && sync->compression().stateful();
   if (!saved.has_compression()) {
     if (wanted) {
-      LOG(INFO) << origin << " holds no state of --grad_compression="
-                << sync->compression().text << ": its residuals start at zero";
+      LOG(INFO) << origin << " holds no state of --grad_compression=" << sync->compression().text
+                << ": its residuals start at zero";
     }
     return;
   }
@@ -72,8 +72,8 @@ void RestoreCompressionState(const SolverState& saved, int num_ranks, int rank,
     return;
   }
   DOPPIO_ENSURE(state.num_ranks() >= 1 && state.residual_size() == state.num_ranks())
-      << origin << ": the compression state has " << state.residual_size()
-      << " residuals for " << state.num_ranks() << " ranks";
+      << origin << ": the compression state has " << state.residual_size() << " residuals for "
+      << state.num_ranks() << " ranks";
   const std::size_t expected = sync->CompressionResidual().size();
   std::vector<std::vector<Dtype>> residuals;
   for (const BlobProto& blob : state.residual()) {
@@ -94,11 +94,12 @@ void RestoreCompressionState(const SolverState& saved, int num_ranks, int rank,
       for (std::size_t i = 0; i < expected; ++i) residual[i] += saved_residual[i];
     }
     for (Dtype& value : residual) value /= state.num_ranks();
-    LOG_IF(WARNING, rank == 0)
-        << origin << " was written by " << state.num_ranks() << " ranks, this run has "
-        << num_ranks << ": every rank starts from the mean of their --grad_compression="
-        << state.method() << " residuals (the same owed gradient in the mean), so the run "
-        << "does not repeat an uninterrupted one";
+    LOG_IF(WARNING, rank == 0) << origin << " was written by " << state.num_ranks()
+                               << " ranks, this run has " << num_ranks
+                               << ": every rank starts from the mean of their --grad_compression="
+                               << state.method()
+                               << " residuals (the same owed gradient in the mean), so the run "
+                               << "does not repeat an uninterrupted one";
   }
   sync->SetCompressionResidual(residual);
   const std::vector<Dtype> shared =
@@ -115,8 +116,7 @@ void RestoreCompressionState(const SolverState& saved, int num_ranks, int rank,
 }
 
 template void GatherCompressionState(Communicator&, const GradientSync<float>&, CompressionState*);
-template void GatherCompressionState(Communicator&, const GradientSync<double>&,
-                                     CompressionState*);
+template void GatherCompressionState(Communicator&, const GradientSync<double>&, CompressionState*);
 template void RestoreCompressionState(const SolverState&, int, int, const std::string&,
                                       GradientSync<float>*);
 template void RestoreCompressionState(const SolverState&, int, int, const std::string&,

@@ -31,7 +31,8 @@ GradCompression ParseGradCompression(const std::string& value) {
       << "--grad_compression=" << value << ": " << method << " takes no argument";
   if (method == "none") return spec;
   if (plain) {
-    spec.method = method == "fp16" ? GradCompression::Method::kFp16 : GradCompression::Method::kBf16;
+    spec.method =
+        method == "fp16" ? GradCompression::Method::kFp16 : GradCompression::Method::kBf16;
     return spec;
   }
   DOPPIO_ENSURE(!argument.empty())
@@ -71,10 +72,9 @@ void BucketCompressor<Dtype>::Issued(CommHandle handle, std::size_t bytes) {
 }
 
 template <typename Dtype>
-std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(const GradCompression& spec,
-                                                              std::size_t count,
-                                                              const std::vector<BucketParam>& params,
-                                                              std::uint64_t seed) {
+std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
+    const GradCompression& spec, std::size_t count, const std::vector<BucketParam>& params,
+    std::uint64_t seed) {
   switch (spec.method) {
     case GradCompression::Method::kFp16:
     case GradCompression::Method::kBf16:

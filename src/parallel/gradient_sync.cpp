@@ -323,9 +323,9 @@ template <typename Dtype>
 void GradientSync<Dtype>::BeginIteration(int iter) {
   const bool compress = compressing() && iter >= compression_start_iter_;
   if (compress && !compress_now_ && compression_start_iter_ > 0) {
-    LOG(INFO) << "Iteration " << iter << ": gradient compression (--grad_compression="
-              << compression_.text << ") starts (--compression_start_iter="
-              << compression_start_iter_ << ")";
+    LOG(INFO) << "Iteration " << iter
+              << ": gradient compression (--grad_compression=" << compression_.text
+              << ") starts (--compression_start_iter=" << compression_start_iter_ << ")";
   }
   compress_now_ = compress;
   sub_iteration_ = 0;

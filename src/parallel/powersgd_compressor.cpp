@@ -62,7 +62,8 @@ void PowerSgdCompressor<Dtype>::Orthogonalise(Dtype* matrix, int rows, int cols)
       }
     }
     const double norm = norm_of(j);
-    const Dtype scale = norm > rounding * before && norm > 0 ? static_cast<Dtype>(1 / norm) : Dtype(0);
+    const Dtype scale =
+        norm > rounding * before && norm > 0 ? static_cast<Dtype>(1 / norm) : Dtype(0);
     for (int r = 0; r < rows; ++r) matrix[r * cols + j] *= scale;
   }
 }

@@ -92,9 +92,9 @@ void LogRankTimes(Communicator& comm, const ParallelTotals& totals, ParallelTota
        << Milliseconds(communication / comm.size()) << " per iteration, "
        << static_cast<int>(communication > 0 ? 100.0 * hidden / communication + 0.5 : 0)
        << "% hidden behind backward, " << Bytes(bytes) << " sent per iteration by rank 0 ("
-       << (compression == "none" ? std::string("uncompressed")
-                                 : "--grad_compression=" + compression + ", " +
-                                       Milliseconds(codec) + " compressing")
+       << (compression == "none"
+               ? std::string("uncompressed")
+               : "--grad_compression=" + compression + ", " + Milliseconds(codec) + " compressing")
        << "); " << std::fixed << std::setprecision(1)
        << (iteration > 0 ? global_batch / iteration : 0.0) << " images/s over all ranks";
   LOG(INFO) << line.str();

@@ -264,8 +264,8 @@ TEST_F(CompressedTrainingTest, AResumedRunContinuesIdentically) {
     const std::string prefix = dir_->path() + "/resume_" + method.substr(0, 4);
     const std::vector<float> uninterrupted = Train(method, SyncMode::kOverlap, 6);
     {
-      DistributedSolver<float> first(
-          Param(3, "snapshot: 3 snapshot_prefix: '" + prefix + "'"), World(), Options(method));
+      DistributedSolver<float> first(Param(3, "snapshot: 3 snapshot_prefix: '" + prefix + "'"),
+                                     World(), Options(method));
       first.Solve();
     }
     World()->Barrier();
@@ -291,9 +291,9 @@ TEST_F(CompressedTrainingTest, AResumedRunContinuesIdentically) {
     DistributedSolver<float> bare(Param(6), World(), Options(method));
     bare.Solve(prefix + "_bare.solverstate");
     const Net<float>& bare_net = *bare.solver()->net();
-    EXPECT_NE(std::vector<float>(bare_net.arena_data(),
-                                 bare_net.arena_data() + bare_net.arena_count()),
-              uninterrupted)
+    EXPECT_NE(
+        std::vector<float>(bare_net.arena_data(), bare_net.arena_data() + bare_net.arena_count()),
+        uninterrupted)
         << method;
   }
 }
@@ -334,7 +334,8 @@ TEST_F(CompressedTrainingTest, AnotherRankCountStartsFromTheMeanResidual) {
 
 TEST_F(CompressedTrainingTest, ReduceBroadcastWithALossyMethodIsRefused) {
   try {
-    DistributedSolver<float> trainer(Param(1), World(), Options("fp16", SyncMode::kReduceBroadcast));
+    DistributedSolver<float> trainer(Param(1), World(),
+                                     Options("fp16", SyncMode::kReduceBroadcast));
     ADD_FAILURE() << "no error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("--grad_compression=fp16"), std::string::npos)

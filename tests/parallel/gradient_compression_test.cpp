@@ -42,9 +42,9 @@ TEST(GradCompressionTest, ParsesEveryMethod) {
 }
 
 TEST(GradCompressionTest, BadValuesAreErrorsNamingTheFlag) {
-  for (const char* value : {"topk:0", "topk:1.5", "topk:-0.1", "topk:abc", "topk:", "topk",
-                            "topk:nan", "powersgd:0", "powersgd:-2", "powersgd:1.5",
-                            "powersgd", "gzip", "gzip:3", "fp16:2", ""}) {
+  for (const char* value :
+       {"topk:0", "topk:1.5", "topk:-0.1", "topk:abc", "topk:", "topk", "topk:nan", "powersgd:0",
+        "powersgd:-2", "powersgd:1.5", "powersgd", "gzip", "gzip:3", "fp16:2", ""}) {
     ExpectError([&] { ParseGradCompression(value); },
                 {"--grad_compression", value[0] ? value : "must be"});
   }
@@ -56,7 +56,7 @@ TEST(GradCompressionTest, HalfConversionRoundsToNearestEven) {
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
   EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);
-  EXPECT_EQ(FloatToHalf(1e6f), 0x7c00);                // beyond the range: infinity
+  EXPECT_EQ(FloatToHalf(1e6f), 0x7c00);                   // beyond the range: infinity
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // the smallest subnormal
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -26)), 0x0000);
   // 1 + 2^-11 lies halfway between 1 and 1 + 2^-10: to the even one, 1.
@@ -142,9 +142,7 @@ TEST(GradCompressionTest, TopKOfFractionOneSendsEverything) {
 }
 
 // A bucket of a 6 x 10 matrix, a vector of 5 and a 4 x 3 x 2 x 2 tensor.
-std::vector<BucketParam> MixedBucket() {
-  return {{0, 60, 6}, {60, 5, 0}, {65, 48, 4}};
-}
+std::vector<BucketParam> MixedBucket() { return {{0, 60, 6}, {60, 5, 0}, {65, 48, 4}}; }
 
 TEST(GradCompressionTest, PowerSgdOfFullRankReproducesTheGradient) {
   SelfCommunicator comm;

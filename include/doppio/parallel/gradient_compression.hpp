@@ -78,9 +78,8 @@ class BucketCompressor {
 // The compressor of `spec` for a bucket of `count` elements made of `params`; `seed` (the
 // same on every rank) starts PowerSGD's Q.
 template <typename Dtype>
-std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(const GradCompression& spec,
-                                                              std::size_t count,
-                                                              const std::vector<BucketParam>& params,
-                                                              std::uint64_t seed);
+std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
+    const GradCompression& spec, std::size_t count, const std::vector<BucketParam>& params,
+    std::uint64_t seed);
 
 }  // namespace doppio

@@ -34,10 +34,10 @@ struct GradientBucket {
 
 // What communication cost one iteration on this rank (seconds).
 struct SyncStats {
-  double wait = 0;    // the main thread blocked on communication: the exposed part
-  double comm = 0;    // time during which some communication was in progress
-  double hidden = 0;  // the part of `comm` that overlapped backward
-  double codec = 0;   // compressing and decompressing gradients (--grad_compression)
+  double wait = 0;          // the main thread blocked on communication: the exposed part
+  double comm = 0;          // time during which some communication was in progress
+  double hidden = 0;        // the part of `comm` that overlapped backward
+  double codec = 0;         // compressing and decompressing gradients (--grad_compression)
   std::uint64_t bytes = 0;  // what this rank contributed to the collectives
 };
 
