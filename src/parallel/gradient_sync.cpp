@@ -442,6 +442,8 @@ void GradientSync<Dtype>::FinishGradients() {
              "planned order";
     }
     for (int bucket : launch_order_) {
+      // The wait for the first collective is communication; what follows is compression.
+      compressors_[bucket]->Wait();
       Codec("compress bucket " + std::to_string(bucket) + " (second step)",
             [&] { compressors_[bucket]->Continue(); });
     }

@@ -44,7 +44,8 @@ struct BucketParam {
 // rank contributes (after error feedback, what it sent) replaces the bucket, as an
 // allreduce's would. The calls, in this order, once per iteration:
 //   Start:      compresses the bucket (adding the residual) and issues the first collective;
-//   Continue:   (PowerSGD) waits for it and issues the second; the others do nothing;
+//   Continue:   (PowerSGD) waits for it (when no Wait came first) and issues the second;
+//               the others do nothing;
 //   Wait:       waits for the last collective;
 //   Decompress: writes the sum into the bucket.
 // Host memory; the bucket must stay untouched between Start and Decompress. Every rank
