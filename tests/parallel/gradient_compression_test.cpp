@@ -64,6 +64,8 @@ TEST(GradCompressionTest, HalfConversionRoundsToNearestEven) {
   EXPECT_EQ(FloatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
   EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(std::nanf("")))));
   EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(HalfToFloat(0x83ff), -1023 * std::ldexp(1.0f, -24));
+  EXPECT_TRUE(std::signbit(HalfToFloat(0x8000)));
   EXPECT_EQ(HalfToFloat(0x3555), 0.333251953125f);
   for (float value : Gaussian(1000, 7)) {
     const float back = HalfToFloat(FloatToHalf(value));

@@ -52,17 +52,12 @@ inline std::uint16_t FloatToHalf(float value) {
 inline float HalfToFloat(std::uint16_t half) {
   const std::uint32_t sign = static_cast<std::uint32_t>(half & 0x8000u) << 16;
   const std::uint32_t exponent = (half >> 10) & 0x1fu;
-  std::uint32_t mantissa = half & 0x3ffu;
+  const std::uint32_t mantissa = half & 0x3ffu;
   if (exponent == 0x1f) return BitsFloat(sign | 0x7f800000u | (mantissa << 13));
   if (exponent != 0) return BitsFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
-  if (mantissa == 0) return BitsFloat(sign);
-  // Subnormal: normalise.
-  int shift = 0;
-  while ((mantissa & 0x400u) == 0) {
-    mantissa <<= 1;
-    ++shift;
-  }
-  return BitsFloat(sign | ((113 - shift) << 23) | ((mantissa & 0x3ffu) << 13));
+  // Zero or subnormal: mantissa x 2^-24, exact in float.
+  const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+  return sign ? -magnitude : magnitude;
 }
 
 inline std::uint16_t FloatToBfloat16(float value) {
