@@ -84,7 +84,7 @@ set +e
 GLOG_logtostderr=1 "${launcher[@]}" "$doppio" train --solver="$run_solver" 2>&1 | tee "$log" |
   sed -u -n -E -e '/^[EF]|rror|Iteration [0-9]+, loss = |images\/s, ETA|images\/s over all ranks|Test net output|Testing net|Snapshotting to binary|Optimization Done/!d' \
     -e 's/^I[0-9]* ([0-9:]*)\.[0-9]* +[0-9]* ([a-z_]*\.cpp:[0-9]*|rank [0-9]+ [a-z_.:0-9]*)\] /\1  /' \
-    -e 's/^([0-9:]*  )Iteration [0-9]+, ranks over .*; (communication [0-9.]+ ms per iteration, [0-9]+% hidden behind backward); ([0-9.]+ images\/s over all ranks)$/\1  \3; \2/' \
+    -e 's/^([0-9:]*  )Iteration [0-9]+, ranks over .*; (communication [0-9.]+ ms per iteration, [0-9]+% hidden behind backward)[^;]*; ([0-9.]+ images\/s over all ranks)$/\1  \3; \2/' \
     -e p
 status=${PIPESTATUS[0]}
 set -e

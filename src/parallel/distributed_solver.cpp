@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/parallel/compression_state.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 
 namespace doppio {
@@ -28,12 +29,18 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
     DOPPIO_ENSURE(!options_.scale_lr || options_.lr_scaling == LrScaling::kNone)
         << "--lr_scaling=" << LrScalingName(options_.lr_scaling)
         << " and --scale_lr both scale base_lr; give one";
+    DOPPIO_ENSURE(options_.compression_start_iter >= 0)
+        << "--compression_start_iter must be >= 0, not " << options_.compression_start_iter;
+    snapshot_interval_ = param.snapshot();
+    snapshot_after_train_ = param.snapshot_after_train();
+    max_iter_ = param.max_iter();
     PrepareParameters(param);
     solver_ = SolverRegistry<Dtype>::CreateSolver(config_.param, options_.gpu);
     if (!options_.timeline_file.empty()) timeline_ = std::make_unique<Timeline>(0.0);
     sync_ = std::make_unique<GradientSync<Dtype>>(solver_->net().get(), comm_.get(), options_.sync,
                                                   options_.bucket_mb, config_.param.iter_size(),
-                                                  timeline_.get());
+                                                  timeline_.get(), options_.compression,
+                                                  options_.compression_start_iter);
     // One rank without a timeline reports no times: no events, no wait for them.
     if (options_.gpu && (comm_->size() > 1 || timeline_)) {
       device_timer_ = MakeDeviceTimer(options_.gpu);
@@ -70,6 +77,12 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
     LOG(INFO) << "Data-parallel training on " << comm_->description();
     LOG(INFO) << "Gradient aggregation: --sync=" << SyncModeName(options_.sync) << ", "
               << sync_->Describe() << " (--bucket_mb=" << options_.bucket_mb << ")";
+    if (options_.compression.active()) {
+      LOG(INFO) << "Gradient compression: --grad_compression=" << options_.compression.text
+                << (options_.compression_start_iter > 0
+                        ? " from iteration " + std::to_string(options_.compression_start_iter)
+                        : std::string());
+    }
     if (!config_.sharded_layers.empty()) {
       std::ostringstream names;
       for (std::size_t i = 0; i < config_.sharded_layers.size(); ++i) {
@@ -83,6 +96,10 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
                 << " test batches are split among the ranks (" << config_.param.test_iter(i)
                 << " on rank 0)";
     }
+  }
+  if (size == 1 && options_.compression.active()) {
+    LOG(INFO) << "--grad_compression=" << options_.compression.text
+              << ": one rank sends no gradients, nothing is compressed";
   }
   const int iter_size = config_.param.iter_size();
   LOG(INFO) << "Batch: " << batch_ << " per rank"
@@ -250,7 +267,7 @@ void DistributedSolver<Dtype>::InstallHooks() {
       device_spans_.clear();
       last_mark_ = 0;
     }
-    sync_->BeginIteration();
+    sync_->BeginIteration(solver_->iter());
   };
   callbacks.on_gradients_ready = [this] {
     sync_->FinishGradients();
@@ -274,6 +291,8 @@ void DistributedSolver<Dtype>::InstallHooks() {
     totals_.wait += stats.wait;
     totals_.comm += stats.comm;
     totals_.hidden += stats.hidden;
+    totals_.codec += stats.codec;
+    totals_.bytes += static_cast<double>(stats.bytes);
     totals_.iteration += now - iteration_start_;
     ++totals_.iterations;
     last_event_ = now;
@@ -282,19 +301,47 @@ void DistributedSolver<Dtype>::InstallHooks() {
     if (display > 0 && solver_->iter() % display == 0) {
       const long long global_batch =
           static_cast<long long>(batch_) * config_.param.iter_size() * comm_->size();
-      LogRankTimes(*comm_, totals_, &at_last_display_, solver_->iter(), global_batch);
+      LogRankTimes(*comm_, totals_, &at_last_display_, solver_->iter(), global_batch,
+                   sync_->compressing() ? options_.compression.text : "none");
     }
   };
   callbacks.on_test_scores = [this](int id, std::vector<double>* means) {
     ReduceTestScores(*comm_, solver_->test_nets()[id].get(), config_.param.test_iter(id),
                      config_.test_iter_total[id], means);
   };
+  callbacks.on_snapshot = [this](SolverState* state) {
+    if (!sync_->compressing() || !sync_->compression().stateful()) return;
+    if (compression_state_iter_ != solver_->iter()) {
+      LOG(WARNING) << "The snapshot at iteration " << solver_->iter() << " holds no state of "
+                   << "--grad_compression=" << options_.compression.text
+                   << " (the ranks did not gather it there): a run resumed from it starts "
+                      "with zero residuals";
+      return;
+    }
+    *state->mutable_compression() = compression_state_;
+  };
   solver_->add_callbacks(callbacks);
   solver_->SetActionFunction([this] {
     const std::optional<Divergence>& diverged = solver_->divergence();
-    return action_agreement_.Agree(*comm_, local_action_ ? local_action_() : SolverAction::NONE,
-                                   diverged ? &*diverged : nullptr);
+    const bool end_of_iteration = action_agreement_.in_iteration();
+    const SolverAction action =
+        action_agreement_.Agree(*comm_, local_action_ ? local_action_() : SolverAction::NONE,
+                                diverged ? &*diverged : nullptr);
+    // Every rank knows here, at the same point, whether rank 0 snapshots next.
+    if (end_of_iteration && sync_->compressing() && SnapshotFollows(action)) {
+      GatherCompressionState(*comm_, *sync_, &compression_state_);
+      compression_state_iter_ = solver_->iter();
+    }
+    return action;
   });
+}
+
+template <typename Dtype>
+bool DistributedSolver<Dtype>::SnapshotFollows(SolverAction action) const {
+  const int iter = solver_->iter();
+  if (action == SolverAction::SNAPSHOT) return true;
+  if (snapshot_interval_ > 0 && iter % snapshot_interval_ == 0) return true;
+  return snapshot_after_train_ && (action == SolverAction::STOP || iter >= max_iter_);
 }
 
 template <typename Dtype>
@@ -337,6 +384,11 @@ void DistributedSolver<Dtype>::Restore(const std::string& resume_file) {
     solver_->RestoreFrom(state, weights, resume_file, weights_origin);
   } catch (const Error& error) {
     // Every rank checks the same state against the same net.
+    throw AgreedError(error.what());
+  }
+  try {
+    RestoreCompressionState(state, comm_->size(), comm_->rank(), resume_file, sync_.get());
+  } catch (const Error& error) {
     throw AgreedError(error.what());
   }
   if (comm_->size() > 1) {

@@ -9,6 +9,7 @@
 
 #include "doppio/core/device_math.hpp"
 #include "doppio/util/hash.hpp"
+#include "doppio/util/rng.hpp"
 
 namespace doppio {
 
@@ -158,14 +159,27 @@ std::vector<int> GradientSync<Dtype>::PlanLaunchOrder(const Net<Dtype>& net,
 
 template <typename Dtype>
 GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode mode,
-                                  double bucket_mb, int iter_size, Timeline* timeline)
+                                  double bucket_mb, int iter_size, Timeline* timeline,
+                                  GradCompression compression, int compression_start_iter)
     : net_(net),
       comm_(comm),
       mode_(mode),
       bucket_mb_(bucket_mb),
       iter_size_(iter_size),
-      timeline_(timeline) {
+      timeline_(timeline),
+      compression_(std::move(compression)),
+      compression_start_iter_(compression_start_iter) {
   DOPPIO_ENSURE(iter_size >= 1) << "iter_size must be >= 1, not " << iter_size;
+  DOPPIO_ENSURE(!compression_.active() || mode != SyncMode::kReduceBroadcast)
+      << "--grad_compression=" << compression_.text
+      << " is lossy and --sync=reduce_bcast reduces the exact gradients to rank 0: use "
+         "--sync=overlap or --sync=blocking with it, or --grad_compression=none";
+  DOPPIO_ENSURE(!compression_.active() || !net->gpu_context())
+      << "--grad_compression=" << compression_.text
+      << " compresses gradients in host memory; it is not available with --gpu (use "
+         "--grad_compression=none)";
+  DOPPIO_ENSURE(compression_start_iter >= 0)
+      << "--compression_start_iter must be >= 0, not " << compression_start_iter;
   buckets_ = PlanBucketsForMb(*net, bucket_mb);
   layer_buckets_.assign(net->layers().size(), {});
   const auto& last_layer = net->learnable_param_last_layer();
@@ -177,6 +191,23 @@ GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode 
     }
   }
   launch_order_ = PlanLaunchOrder(*net, buckets_);
+  if (compression_.active() && comm->size() > 1) {
+    const auto& params = net->learnable_params();
+    const auto& offsets = net->learnable_param_offsets();
+    for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+      std::vector<BucketParam> bucket_params;
+      for (int i = buckets_[b].first_param; i < buckets_[b].end_param; ++i) {
+        BucketParam param;
+        param.offset = offsets[i] - buckets_[b].offset;
+        param.count = params[i]->count();
+        param.rows = params[i]->num_axes() >= 2 ? params[i]->shape(0) : 0;
+        bucket_params.push_back(param);
+      }
+      // The same seed on every rank: PowerSGD's ranks start from the same Q.
+      compressors_.push_back(MakeBucketCompressor<Dtype>(compression_, buckets_[b].count,
+                                                         bucket_params, DeriveSeed(1701, b)));
+    }
+  }
   pending_.assign(buckets_.size(), 0);
   handles_.assign(buckets_.size(), nullptr);
 }
@@ -188,6 +219,10 @@ std::uint64_t GradientSync<Dtype>::LayoutHash() const {
   hash.Add(bucket_mb_);
   hash.Add(iter_size_);
   hash.Add(static_cast<std::uint64_t>(sizeof(Dtype)));
+  hash.Add(static_cast<int>(compression_.method));
+  hash.Add(compression_.fraction);
+  hash.Add(compression_.rank);
+  hash.Add(compression_start_iter_);
   hash.Add(static_cast<std::uint64_t>(net_->arena_count()));
   for (const Blob<Dtype>* blob : net_->learnable_params()) {
     hash.Add(static_cast<std::uint64_t>(blob->num_axes()));
@@ -227,7 +262,72 @@ std::string GradientSync<Dtype>::BucketLabel(int bucket) const {
 }
 
 template <typename Dtype>
-void GradientSync<Dtype>::BeginIteration() {
+std::vector<Dtype> GradientSync<Dtype>::CompressionResidual() const {
+  std::vector<Dtype> values;
+  for (const auto& compressor : compressors_) {
+    const std::vector<Dtype>& residual = compressor->residual();
+    values.insert(values.end(), residual.begin(), residual.end());
+  }
+  return values;
+}
+
+template <typename Dtype>
+std::vector<Dtype> GradientSync<Dtype>::CompressionShared() const {
+  std::vector<Dtype> values;
+  for (const auto& compressor : compressors_) {
+    if (const std::vector<Dtype>* shared = compressor->shared_state()) {
+      values.insert(values.end(), shared->begin(), shared->end());
+    }
+  }
+  return values;
+}
+
+template <typename Dtype>
+void GradientSync<Dtype>::SetCompressionResidual(const std::vector<Dtype>& values) {
+  DOPPIO_ENSURE(values.size() == CompressionResidual().size())
+      << "--grad_compression=" << compression_.text << ": " << values.size()
+      << " residual values for buckets that hold " << CompressionResidual().size();
+  auto next = values.begin();
+  for (const auto& compressor : compressors_) {
+    std::vector<Dtype>& residual = compressor->residual();
+    std::copy(next, next + residual.size(), residual.begin());
+    next += residual.size();
+  }
+}
+
+template <typename Dtype>
+void GradientSync<Dtype>::SetCompressionShared(const std::vector<Dtype>& values) {
+  DOPPIO_ENSURE(values.size() == CompressionShared().size())
+      << "--grad_compression=" << compression_.text << ": " << values.size()
+      << " values of shared state for buckets that hold " << CompressionShared().size();
+  auto next = values.begin();
+  for (const auto& compressor : compressors_) {
+    if (std::vector<Dtype>* shared = compressor->shared_state()) {
+      std::copy(next, next + shared->size(), shared->begin());
+      next += shared->size();
+    }
+  }
+}
+
+template <typename Dtype>
+template <typename Step>
+void GradientSync<Dtype>::Codec(const std::string& name, Step step) {
+  const double start = CommClockSeconds();
+  step();
+  const double end = CommClockSeconds();
+  stats_.codec += end - start;
+  if (timeline_) timeline_->Span(name, "compression", Timeline::kCompute, start, end);
+}
+
+template <typename Dtype>
+void GradientSync<Dtype>::BeginIteration(int iter) {
+  const bool compress = compressing() && iter >= compression_start_iter_;
+  if (compress && !compress_now_ && compression_start_iter_ > 0) {
+    LOG(INFO) << "Iteration " << iter
+              << ": gradient compression (--grad_compression=" << compression_.text
+              << ") starts (--compression_start_iter=" << compression_start_iter_ << ")";
+  }
+  compress_now_ = compress;
   sub_iteration_ = 0;
   iteration_start_ = CommClockSeconds();
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
@@ -275,6 +375,16 @@ void GradientSync<Dtype>::Launch(int bucket) {
   // On a GPU the communicator orders the collective after the backward kernels queued so
   // far, which write this slice; those queued later go on meanwhile.
   Dtype* diff = ArenaDiff() + slice.offset;
+  if (compress_now_) {
+    BucketCompressor<Dtype>& compressor = *compressors_[bucket];
+    Codec("compress bucket " + std::to_string(bucket), [&] {
+      compressor.Start(diff, comm_,
+                       compression_.text + " bucket " + std::to_string(bucket) + " (" +
+                           Megabytes(static_cast<double>(slice.count) * sizeof(Dtype)) + ")");
+    });
+    ++launched_;
+    return;
+  }
   if (mode_ == SyncMode::kReduceBroadcast) {
     handles_[bucket] = comm_->IReduce(diff, slice.count, CommTypeOf<Dtype>(), ReduceOp::kSum, 0,
                                       ArenaMemory(), BucketLabel(bucket));
@@ -321,7 +431,31 @@ void GradientSync<Dtype>::FinishGradients() {
     return;
   }
   std::vector<CommHandle> waited;
-  if (mode_ == SyncMode::kBlocking) {
+  const double codec_before = stats_.codec;
+  if (compress_now_) {
+    if (mode_ == SyncMode::kBlocking) {
+      for (int bucket : launch_order_) Launch(bucket);
+    } else {
+      DOPPIO_ENSURE(launched_ == static_cast<int>(launch_order_.size()))
+          << "gradient bucket " << launch_order_[launched_]
+          << " was not launched by the end of backward: backward did not complete it in the "
+             "planned order";
+    }
+    for (int bucket : launch_order_) {
+      // The wait for the first collective is communication; what follows is compression.
+      compressors_[bucket]->Wait();
+      Codec("compress bucket " + std::to_string(bucket) + " (second step)",
+            [&] { compressors_[bucket]->Continue(); });
+    }
+    for (int bucket : launch_order_) {
+      BucketCompressor<Dtype>& compressor = *compressors_[bucket];
+      compressor.Wait();
+      Codec("decompress bucket " + std::to_string(bucket),
+            [&] { compressor.Decompress(ArenaDiff() + buckets_[bucket].offset); });
+      waited.insert(waited.end(), compressor.handles().begin(), compressor.handles().end());
+      stats_.bytes += compressor.bytes_sent();
+    }
+  } else if (mode_ == SyncMode::kBlocking) {
     const std::size_t begin = buckets_.front().offset;
     const std::size_t end = buckets_.back().offset + buckets_.back().count;
     std::ostringstream label;
@@ -342,6 +476,8 @@ void GradientSync<Dtype>::FinishGradients() {
   }
   for (const CommHandle& handle : waited) handle->Wait();
   const double exit = CommClockSeconds();
+  // What this thread spent compressing and decompressing here was not a wait.
+  const double codec_here = stats_.codec - codec_before;
   resolve();
   // What follows on the compute stream (the scaling, the update) reads the results.
   if (ArenaMemory() == MemoryKind::kDevice) comm_->JoinDeviceWork();
@@ -370,7 +506,7 @@ void GradientSync<Dtype>::FinishGradients() {
   const auto lengths = UnionLength(spans, compute_end_);
   stats_.comm += lengths.first;
   stats_.hidden += lengths.second;
-  stats_.wait += exit - enter;
+  stats_.wait += exit - enter - codec_here;
   if (timeline_) {
     timeline_->Span("wait for gradients", "wait", Timeline::kCompute, enter, exit);
   }

@@ -18,6 +18,17 @@ std::string Milliseconds(double seconds) {
   return text.str();
 }
 
+std::string Bytes(double bytes) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1);
+  if (bytes < (1 << 20)) {
+    text << bytes / 1024 << " KB";
+  } else {
+    text << bytes / (1 << 20) << " MB";
+  }
+  return text.str();
+}
+
 }  // namespace
 
 template <typename Dtype>
@@ -44,7 +55,7 @@ void ReduceTestScores(Communicator& comm, Net<Dtype>* test_net, int mine, int to
 }
 
 void LogRankTimes(Communicator& comm, const ParallelTotals& totals, ParallelTotals* at_last_display,
-                  int iter, long long global_batch) {
+                  int iter, long long global_batch, const std::string& compression) {
   if (comm.size() == 1) return;
   const ParallelTotals& last = *at_last_display;
   const int iterations = totals.iterations - last.iterations;
@@ -53,6 +64,8 @@ void LogRankTimes(Communicator& comm, const ParallelTotals& totals, ParallelTota
   double mine[kFields] = {(totals.compute - last.compute) / n, (totals.wait - last.wait) / n,
                           (totals.comm - last.comm) / n, (totals.hidden - last.hidden) / n,
                           (totals.iteration - last.iteration) / n};
+  const double bytes = (totals.bytes - last.bytes) / n;
+  const double codec = (totals.codec - last.codec) / n;
   *at_last_display = totals;
   std::vector<double> all(kFields * comm.size());
   comm.Allgather(mine, all.data(), kFields, CommType::kDouble, "rank times");
@@ -78,7 +91,11 @@ void LogRankTimes(Communicator& comm, const ParallelTotals& totals, ParallelTota
        << Milliseconds(all[kFields * least_wait + 1]) << "; communication "
        << Milliseconds(communication / comm.size()) << " per iteration, "
        << static_cast<int>(communication > 0 ? 100.0 * hidden / communication + 0.5 : 0)
-       << "% hidden behind backward; " << std::fixed << std::setprecision(1)
+       << "% hidden behind backward, " << Bytes(bytes) << " sent per iteration by rank 0 ("
+       << (compression == "none"
+               ? std::string("uncompressed")
+               : "--grad_compression=" + compression + ", " + Milliseconds(codec) + " compressing")
+       << "); " << std::fixed << std::setprecision(1)
        << (iteration > 0 ? global_batch / iteration : 0.0) << " images/s over all ranks";
   LOG(INFO) << line.str();
 }

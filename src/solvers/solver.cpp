@@ -621,6 +621,9 @@ void Solver<Dtype>::Snapshot() {
   state.set_current_step(current_step_);
   SnapshotSolverState(&state);
   SnapshotDataPositions(&state);
+  for (auto& callbacks : callbacks_) {
+    if (callbacks.on_snapshot) callbacks.on_snapshot(&state);
+  }
   if (!allow_nonfinite_) CheckSnapshotIsFinite(net_param, model_filename, state, state_filename);
   // Weights first, then the state that names them: a failure in between leaves the
   // previous .solverstate pointing at the previous, intact weights.

@@ -415,6 +415,28 @@ TEST_F(ParallelCliTest, EverySyncModeAndTheLearningRateFlags) {
   }
 }
 
+TEST_F(ParallelCliTest, GradCompressionIsLoggedAndItsBadValuesAreRefused) {
+  const auto result = Train(2, {"--solver=" + Solver("compressed", 3, "max_iter: 4 display: 2"),
+                                "--grad_compression=fp16"});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, "Gradient compression: --grad_compression=fp16");
+  EXPECT_CONTAINS(result.output, "sent per iteration by rank 0 (--grad_compression=fp16, ");
+  // The refusals need no MPI job: the one-rank case checks the same.
+  for (const std::string value : {"topk:0", "topk:1.5", "powersgd:0", "gzip"}) {
+    const auto bad = RunJob(
+        {Doppio(), "train", "--solver=" + Solver("compressed", 3), "--grad_compression=" + value},
+        Path("log.txt"));
+    EXPECT_EQ(bad.exit_code, 1) << bad.output;
+    EXPECT_CONTAINS(bad.output, "--grad_compression");
+    EXPECT_CONTAINS(bad.output, value);
+  }
+  const auto both = RunJob({Doppio(), "train", "--solver=" + Solver("compressed", 3),
+                            "--grad_compression=topk:0.1", "--sync=reduce_bcast"},
+                           Path("log.txt"));
+  EXPECT_EQ(both.exit_code, 1) << both.output;
+  EXPECT_CONTAINS(both.output, "--grad_compression=topk:0.1 is lossy and --sync=reduce_bcast");
+}
+
 TEST_F(ParallelCliTest, LrScalingScalesToTheGlobalBatchAndRefusesBadValues) {
   const auto result = Train(2, {"--solver=" + Solver("scaling", 3, "max_iter: 2 iter_size: 2"),
                                 "--lr_scaling=linear", "--lr_warmup_iters=2"});

@@ -41,6 +41,13 @@ DEFINE_string(
     "weights) or blocking (one allreduce after backward).");
 DEFINE_double(bucket_mb, 25,
               "train, scale: size of a gradient bucket in MB (the first is at most 256 KB).");
+DEFINE_string(grad_compression, "none",
+              "train: what each gradient bucket sends between MPI ranks: none, fp16 or bf16 "
+              "(16 bits on the wire, summed in float), topk:FRACTION (the largest FRACTION of "
+              "each bucket, with error feedback) or powersgd:RANK (rank-RANK PowerSGD of every "
+              "weight matrix, with error feedback). CPU only; not with --sync=reduce_bcast.");
+DEFINE_int32(compression_start_iter, 0,
+             "train: iterations sent uncompressed before --grad_compression starts.");
 DEFINE_double(comm_timeout, 600,
               "Seconds a collective may stall before the job is aborted with the ranks that "
               "did not arrive; 0 waits forever.");
@@ -98,6 +105,10 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
       << "train: --comm_timeout must be >= 0 seconds, not " << FLAGS_comm_timeout;
   DOPPIO_ENSURE(FLAGS_lr_warmup_iters >= 0)
       << "train: --lr_warmup_iters must be >= 0, not " << FLAGS_lr_warmup_iters;
+  DOPPIO_ENSURE(FLAGS_compression_start_iter >= 0)
+      << "train: --compression_start_iter must be >= 0, not " << FLAGS_compression_start_iter;
+  options->compression = ParseGradCompression(FLAGS_grad_compression);
+  options->compression_start_iter = FLAGS_compression_start_iter;
   options->bucket_mb = FLAGS_bucket_mb;
   options->timeline_file = FLAGS_timeline;
   options->scale_lr = FLAGS_scale_lr;

@@ -61,6 +61,8 @@ class ActionAgreement {
  public:
   // An iteration ended: the next Agree is at the same point on every rank.
   void EndIteration() { in_iteration_ = true; }
+  // Whether the next Agree is the collective one at the end of an iteration.
+  bool in_iteration() const { return in_iteration_; }
   // Collective after EndIteration, local otherwise. `diverged`: this rank's NaN or infinity in
   // the iteration that ended (null: none). When some rank has one, every rank throws
   // AgreedError(kDiverged) with the same message: that of the lowest rank that found it in a

@@ -20,6 +20,9 @@ namespace doppio {
 struct ParallelOptions {
   SyncMode sync = SyncMode::kOverlap;
   double bucket_mb = 25;
+  // What each bucket sends (gradient_compression.hpp), from iteration compression_start_iter.
+  GradCompression compression;
+  int compression_start_iter = 0;
   // Chrome trace of every rank; empty: none.
   std::string timeline_file;
   // base_lr times the number of ranks (the linear scaling rule for the global batch).
@@ -47,7 +50,10 @@ struct ParallelOptions {
 //  - a GradientSync hooked into backward aggregates the gradients; the test scores are
 //    summed over the ranks, the ranks' compute and communication times logged every
 //    display interval (rank_reporting.hpp), the ranks agree on stop and snapshot requests,
-//    and the timeline is recorded.
+//    and the timeline is recorded;
+//  - with a compression method that keeps state (error-feedback residuals, PowerSGD's Q),
+//    the ranks send theirs to rank 0 at the end of each iteration after which rank 0
+//    writes a snapshot, and the state goes into the .solverstate (compression_state.hpp).
 // On a GPU, forward and backward are timed by events on the compute stream (DeviceTimer),
 // resolved once per iteration after the wait for the gradients: the compute times, the
 // layers' spans in the timeline and the part of communication hidden behind backward are
@@ -90,6 +96,9 @@ class DistributedSolver {
   void InstallHooks();
   // --lr_scaling, once the per-rank batch is known.
   void ScaleLearningRate();
+  // Whether rank 0 writes a snapshot right after the end of the iteration just counted,
+  // given the action the ranks agreed on (Solver::Step's and Solve's rules).
+  bool SnapshotFollows(SolverAction action) const;
 
   std::shared_ptr<Communicator> comm_;
   ParallelOptions options_;
@@ -112,6 +121,13 @@ class DistributedSolver {
   int last_mark_ = 0;
   ActionFunction local_action_;
   ActionAgreement action_agreement_;
+  // Rank 0's snapshot schedule (the other ranks' parameters have none).
+  int snapshot_interval_ = 0;
+  bool snapshot_after_train_ = false;
+  int max_iter_ = 0;
+  // The compression state gathered for the snapshot at iteration compression_state_iter_.
+  CompressionState compression_state_;
+  int compression_state_iter_ = -1;
   int batch_ = 0;
   // Timing.
   double iteration_start_ = 0;

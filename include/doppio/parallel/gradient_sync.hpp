@@ -1,12 +1,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "doppio/core/net.hpp"
 #include "doppio/parallel/communicator.hpp"
 #include "doppio/parallel/device_timer.hpp"
+#include "doppio/parallel/gradient_compression.hpp"
 #include "doppio/parallel/timeline.hpp"
 
 namespace doppio {
@@ -32,10 +34,11 @@ struct GradientBucket {
 
 // What communication cost one iteration on this rank (seconds).
 struct SyncStats {
-  double wait = 0;    // the main thread blocked on communication: the exposed part
-  double comm = 0;    // time during which some communication was in progress
-  double hidden = 0;  // the part of `comm` that overlapped backward
-  std::uint64_t bytes = 0;
+  double wait = 0;          // the main thread blocked on communication: the exposed part
+  double comm = 0;          // time during which some communication was in progress
+  double hidden = 0;        // the part of `comm` that overlapped backward
+  double codec = 0;         // compressing and decompressing gradients (--grad_compression)
+  std::uint64_t bytes = 0;  // what this rank contributed to the collectives
 };
 
 // Aggregates the training net's gradients across ranks, layer by layer.
@@ -66,13 +69,24 @@ struct SyncStats {
 // resolves the timer after its wait: the part of communication hidden behind backward is
 // then measured against the kernels' end, not against the moment they were queued.
 //
+// With a compression method (--grad_compression, gradient_compression.hpp) each bucket is
+// exchanged by its BucketCompressor instead of an allreduce, on the host: compressed when
+// it is launched, its second collective (PowerSGD) issued and every bucket decompressed in
+// FinishGradients, in the launch order; the sum then replaces the bucket as an allreduce's
+// would. Before `compression_start_iter` the buckets go uncompressed. With iter_size > 1 the
+// accumulated gradient is compressed once. The lossy sum is not what rank 0 alone could
+// reduce and broadcast, so reduce_bcast refuses compression.
+//
 // The bucket layout is a function of the net and the options only, so it is the same on
 // every rank; LayoutHash lets the ranks check that before training.
 template <typename Dtype>
 class GradientSync {
  public:
+  // Throws Error naming --grad_compression and --sync for a compression method with
+  // reduce_bcast, and for one on the GPU path.
   GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode mode, double bucket_mb, int iter_size,
-               Timeline* timeline = nullptr);
+               Timeline* timeline = nullptr, GradCompression compression = GradCompression(),
+               int compression_start_iter = 0);
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
 
@@ -95,8 +109,20 @@ class GradientSync {
   std::uint64_t LayoutHash() const;
   std::string Describe() const;
 
-  // The solver's hooks, in the order they run in one iteration.
-  void BeginIteration();
+  const GradCompression& compression() const { return compression_; }
+  // Whether the buckets are compressed (a method, and more than one rank).
+  bool compressing() const { return !compressors_.empty(); }
+  // The compressors' state, concatenated in bucket order: this rank's residuals (error
+  // feedback) and the state the ranks share (PowerSGD's Q). Empty without.
+  std::vector<Dtype> CompressionResidual() const;
+  std::vector<Dtype> CompressionShared() const;
+  // Replace them; Error when `values` has not the length the getters give.
+  void SetCompressionResidual(const std::vector<Dtype>& values);
+  void SetCompressionShared(const std::vector<Dtype>& values);
+
+  // The solver's hooks, in the order they run in one iteration. `iter`: the solver's
+  // iteration (compression starts at compression_start_iter).
+  void BeginIteration(int iter = 0);
   void AfterBackward(int layer_id);
   void FinishGradients();
   // reduce_bcast: only rank 0 updates.
@@ -119,6 +145,9 @@ class GradientSync {
   void LaunchReady();
   void Launch(int bucket);
   std::string BucketLabel(int bucket) const;
+  // Runs `step` and records it as a compute span of the codec.
+  template <typename Step>
+  void Codec(const std::string& name, Step step);
 
   Net<Dtype>* net_;
   Communicator* comm_;
@@ -126,7 +155,13 @@ class GradientSync {
   double bucket_mb_;
   int iter_size_;
   Timeline* timeline_;
+  GradCompression compression_;
+  int compression_start_iter_;
   std::vector<GradientBucket> buckets_;
+  // One per bucket when compressing; empty otherwise.
+  std::vector<std::unique_ptr<BucketCompressor<Dtype>>> compressors_;
+  // This iteration's buckets go through compressors_.
+  bool compress_now_ = false;
   // For each layer, the bucket of each parameter whose gradient it finishes (repeated).
   std::vector<std::vector<int>> layer_buckets_;
   std::vector<int> launch_order_;

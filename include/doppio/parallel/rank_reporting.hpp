@@ -15,6 +15,8 @@ struct ParallelTotals {
   double wait = 0;       // blocked on communication (exposed)
   double comm = 0;       // communication in progress
   double hidden = 0;     // communication overlapping backward
+  double codec = 0;      // compressing and decompressing gradients
+  double bytes = 0;      // sent to the collectives
 };
 
 // Collective: turns this rank's means over its `mine` test batches into the means over
@@ -27,8 +29,9 @@ void ReduceTestScores(Communicator& comm, Net<Dtype>* test_net, int mine, int to
 
 // Collective: rank 0 logs the slowest and fastest ranks' compute, their communication
 // wait, the part of communication hidden behind backward and the throughput of the
-// iterations since `*at_last_display`, which becomes `totals`.
+// iterations since `*at_last_display`, which becomes `totals`, with what the gradients are
+// sent as (`compression`, a --grad_compression value) and rank 0's bytes per iteration.
 void LogRankTimes(Communicator& comm, const ParallelTotals& totals, ParallelTotals* at_last_display,
-                  int iter, long long global_batch);
+                  int iter, long long global_batch, const std::string& compression = "none");
 
 }  // namespace doppio

@@ -28,6 +28,8 @@ struct SolverCallbacks {
   // followed by the mean test loss when test_compute_loss, before they are logged; may
   // replace them (a parallel trainer puts in the means over every rank's batches).
   std::function<void(int test_net_id, std::vector<double>* means)> on_test_scores;
+  // Adds a trainer's own state to a snapshot's SolverState before it is written.
+  std::function<void(SolverState* state)> on_snapshot;
 };
 
 // A NaN or infinity one replica saw in an iteration (Solver::divergence()).

@@ -1,0 +1,86 @@
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doppio/parallel/communicator.hpp"
+
+namespace doppio {
+
+// What --grad_compression puts on the wire for each gradient bucket.
+//   none:              the gradients as they are (an allreduce)
+//   fp16, bf16:        cast to 16 bits for the wire, summed in float on arrival (an allgather)
+//   topk:FRACTION:     each rank's largest-magnitude FRACTION of the bucket, values and
+//                      indices (an allgather), with error feedback
+//   powersgd:RANK:     rank-RANK PowerSGD (Vogels et al. 2019) of every matrix (a parameter
+//                      of two axes or more, viewed as shape(0) rows), two allreduces per
+//                      bucket, with error feedback; vectors travel uncompressed
+struct GradCompression {
+  enum class Method { kNone, kFp16, kBf16, kTopK, kPowerSgd };
+  Method method = Method::kNone;
+  double fraction = 1;  // topk
+  int rank = 0;         // powersgd
+  // The flag's value as given ("topk:0.01").
+  std::string text = "none";
+
+  bool active() const { return method != Method::kNone; }
+  // Whether the method carries state from one iteration to the next (residuals, PowerSGD's Q).
+  bool stateful() const { return method == Method::kTopK || method == Method::kPowerSgd; }
+};
+
+// Throws Error naming --grad_compression for an unknown method or a bad FRACTION or RANK.
+GradCompression ParseGradCompression(const std::string& value);
+
+// One parameter of a bucket, as the compressor sees it.
+struct BucketParam {
+  std::size_t offset = 0;  // in elements, from the bucket's start
+  std::size_t count = 0;
+  int rows = 0;  // shape(0) when the parameter has two axes or more (PowerSGD's matrix), else 0
+};
+
+// Exchanges one gradient bucket in a compressed form: the sum over the ranks of what every
+// rank contributes (after error feedback, what it sent) replaces the bucket, as an
+// allreduce's would. The calls, in this order, once per iteration:
+//   Start:      compresses the bucket (adding the residual) and issues the first collective;
+//   Continue:   (PowerSGD) waits for it (when no Wait came first) and issues the second;
+//               the others do nothing;
+//   Wait:       waits for the last collective;
+//   Decompress: writes the sum into the bucket.
+// Host memory; the bucket must stay untouched between Start and Decompress. Every rank
+// issues the same collectives in the same order.
+template <typename Dtype>
+class BucketCompressor {
+ public:
+  virtual ~BucketCompressor() = default;
+  virtual void Start(Dtype* bucket, Communicator* comm, const std::string& label) = 0;
+  virtual void Continue() {}
+  void Wait();
+  virtual void Decompress(Dtype* bucket) = 0;
+
+  // The collectives of this iteration, and the bytes this rank contributed to them.
+  const std::vector<CommHandle>& handles() const { return handles_; }
+  std::size_t bytes_sent() const { return bytes_sent_; }
+
+  // Error feedback: what this rank has not sent yet (empty for methods without).
+  std::vector<Dtype>& residual() { return residual_; }
+  // State the ranks share (PowerSGD's Q), empty for methods without.
+  virtual std::vector<Dtype>* shared_state() { return nullptr; }
+
+ protected:
+  void Issued(CommHandle handle, std::size_t bytes);
+  std::vector<CommHandle> handles_;
+  std::size_t bytes_sent_ = 0;
+  std::vector<Dtype> residual_;
+  Communicator* comm_ = nullptr;
+};
+
+// The compressor of `spec` for a bucket of `count` elements made of `params`; `seed` (the
+// same on every rank) starts PowerSGD's Q.
+template <typename Dtype>
+std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
+    const GradCompression& spec, std::size_t count, const std::vector<BucketParam>& params,
+    std::uint64_t seed);
+
+}  // namespace doppio

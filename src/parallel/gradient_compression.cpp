@@ -1,0 +1,99 @@
+#include "doppio/parallel/gradient_compression.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "doppio/core/common.hpp"
+#include "doppio/parallel/cast_compressor.hpp"
+#include "doppio/parallel/powersgd_compressor.hpp"
+#include "doppio/parallel/topk_compressor.hpp"
+
+namespace doppio {
+
+namespace {
+
+const char kUsage[] = "none, fp16, bf16, topk:FRACTION (0 < FRACTION <= 1) or powersgd:RANK (>= 1)";
+
+}  // namespace
+
+GradCompression ParseGradCompression(const std::string& value) {
+  GradCompression spec;
+  spec.text = value;
+  const std::size_t colon = value.find(':');
+  const std::string method = value.substr(0, colon);
+  const std::string argument = colon == std::string::npos ? "" : value.substr(colon + 1);
+  const bool takes_argument = method == "topk" || method == "powersgd";
+  const bool plain = method == "none" || method == "fp16" || method == "bf16";
+  DOPPIO_ENSURE(takes_argument || plain)
+      << "--grad_compression must be " << kUsage << ", not '" << value << "'";
+  DOPPIO_ENSURE(takes_argument || colon == std::string::npos)
+      << "--grad_compression=" << value << ": " << method << " takes no argument";
+  if (method == "none") return spec;
+  if (plain) {
+    spec.method =
+        method == "fp16" ? GradCompression::Method::kFp16 : GradCompression::Method::kBf16;
+    return spec;
+  }
+  DOPPIO_ENSURE(!argument.empty())
+      << "--grad_compression=" << value << ": " << method << " needs "
+      << (method == "topk" ? "a FRACTION (topk:0.01)" : "a RANK (powersgd:4)");
+  char* end = nullptr;
+  errno = 0;
+  if (method == "topk") {
+    const double fraction = std::strtod(argument.c_str(), &end);
+    DOPPIO_ENSURE(errno == 0 && *end == '\0' && std::isfinite(fraction) && fraction > 0 &&
+                  fraction <= 1)
+        << "--grad_compression=" << value
+        << ": the FRACTION of each bucket sent must be a number in (0, 1], not '" << argument
+        << "'";
+    spec.method = GradCompression::Method::kTopK;
+    spec.fraction = fraction;
+    return spec;
+  }
+  const long rank = std::strtol(argument.c_str(), &end, 10);
+  DOPPIO_ENSURE(errno == 0 && *end == '\0' && rank >= 1 && rank <= 1 << 20)
+      << "--grad_compression=" << value << ": the RANK of PowerSGD must be an integer >= 1, not '"
+      << argument << "'";
+  spec.method = GradCompression::Method::kPowerSgd;
+  spec.rank = static_cast<int>(rank);
+  return spec;
+}
+
+template <typename Dtype>
+void BucketCompressor<Dtype>::Wait() {
+  for (const CommHandle& handle : handles_) handle->Wait();
+}
+
+template <typename Dtype>
+void BucketCompressor<Dtype>::Issued(CommHandle handle, std::size_t bytes) {
+  handles_.push_back(std::move(handle));
+  bytes_sent_ += bytes;
+}
+
+template <typename Dtype>
+std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
+    const GradCompression& spec, std::size_t count, const std::vector<BucketParam>& params,
+    std::uint64_t seed) {
+  switch (spec.method) {
+    case GradCompression::Method::kFp16:
+    case GradCompression::Method::kBf16:
+      return std::make_unique<CastCompressor<Dtype>>(count,
+                                                     spec.method == GradCompression::Method::kBf16);
+    case GradCompression::Method::kTopK:
+      return std::make_unique<TopKCompressor<Dtype>>(count, spec.fraction);
+    case GradCompression::Method::kPowerSgd:
+      return std::make_unique<PowerSgdCompressor<Dtype>>(count, params, spec.rank, seed);
+    case GradCompression::Method::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+DOPPIO_INSTANTIATE_CLASS(BucketCompressor);
+template std::unique_ptr<BucketCompressor<float>> MakeBucketCompressor(
+    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t);
+template std::unique_ptr<BucketCompressor<double>> MakeBucketCompressor(
+    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t);
+
+}  // namespace doppio
