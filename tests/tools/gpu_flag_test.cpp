@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -43,6 +44,26 @@ TEST(GpuFlag, TimeOnTheGpuOrAClearError) {
         << run.output;
     EXPECT_NE(run.output.find("without --gpu"), std::string::npos) << run.output;
   }
+}
+
+TEST(GpuFlag, TimeReportsThePeakDeviceMemoryNextToWhatTheNetNeeds) {
+  if (GpuDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const cli_test::Result run = RunFromSourceRoot(kTimeLeNet);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::regex line(
+      R"(Peak device memory: ([\d.]+) MiB; the net needs ([\d.]+) MiB \(parameters ([\d.]+) MiB, )"
+      R"(activations ([\d.]+) MiB, workspace ([\d.]+) MiB\))");
+  std::smatch report;
+  ASSERT_TRUE(std::regex_search(run.output, report, line)) << run.output;
+  const double peak = std::stod(report[1]), needs = std::stod(report[2]);
+  const double parameters = std::stod(report[3]);
+  // Backward wrote every parameter's diff: the whole arena is on the device.
+  EXPECT_GE(peak, parameters);
+  // Beyond what the net needs, only the buffers layers keep for Backward (LeNet at batch 4:
+  // the pooling layers' argmax positions, softmax's probabilities, under 0.1 MiB) and the
+  // allocator's rounding (512 bytes per block under 1 MiB, 2 MiB per larger one; LeNet's
+  // are all small) may be held. 0.5 MiB covers both with room for the printed rounding.
+  EXPECT_LE(peak, needs + 0.5) << run.output;
 }
 
 TEST(GpuFlag, BadDeviceIdIsAnError) {
