@@ -369,7 +369,8 @@ void Net<Dtype>::AppendParam(const NetParameter& param, int layer_id, int param_
 // Caffe's in-place Scale copies its input for Backward even where the BatchNorm before it
 // keeps the same values (its normalised output): one bottom-sized buffer per pair, a
 // quarter of ResNet-50's activations. Only adjacent layers qualify, so nothing can write the
-// blob between the two Forwards.
+// blob between the two Forwards (a ForwardFromTo starting at the second would leave the copy
+// stale, as it leaves the first layer's own Backward).
 template <typename Dtype>
 void Net<Dtype>::ShareKeptCopies() {
   std::size_t saved_bytes = 0;
