@@ -84,7 +84,7 @@ void LRNLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top) {
   plane_size_ = static_cast<size_t>(height_) * width_;
   image_size_ = region_ == LRNParameter::ACROSS_CHANNELS ? plane_size_ * channels_ : plane_size_;
   row_size_ = region_ == LRNParameter::WITHIN_CHANNEL ? plane_size_ : 0;
-  work_size_ = plane_size_ + 2 * image_size_ + row_size_;
+  work_size_ = plane_size_ + 2 * image_size_ + row_size_ + plane_size_ * channels_;
 }
 
 template <typename Dtype>
@@ -100,6 +100,7 @@ typename LRNLayer<Dtype>::Work LRNLayer<Dtype>::WorkOf(int part) {
   work.power = work.accum + plane_size_;
   work.ratio = work.power + image_size_;
   work.row = work.ratio + image_size_;
+  work.scale = work.row + row_size_;
   return work;
 }
 
@@ -118,8 +119,7 @@ void LRNLayer<Dtype>::NegativePower(int n, const Dtype* s, Dtype* out) const {
 }
 
 template <typename Dtype>
-void LRNLayer<Dtype>::CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale,
-                                          const Work& work) {
+void LRNLayer<Dtype>::CrossChannelScale(const Dtype* in, const Work& work) {
   const int plane = height_ * width_;
   const Dtype a = alpha_ / size_;
   Dtype* acc = work.accum;
@@ -140,13 +140,8 @@ void LRNLayer<Dtype>::CrossChannelForward(const Dtype* in, Dtype* out, Dtype* sc
       const Dtype* x = in + static_cast<size_t>(tail) * plane;
       for (int i = 0; i < plane; ++i) acc[i] -= x[i] * x[i];
     }
-    const size_t offset = static_cast<size_t>(c) * plane;
-    Dtype* s = scale + offset;
+    Dtype* s = work.scale + static_cast<size_t>(c) * plane;
     for (int i = 0; i < plane; ++i) s[i] = k_ + a * acc[i];
-    NegativePower(plane, s, out + offset);
-    const Dtype* x = in + offset;
-    Dtype* y = out + offset;
-    for (int i = 0; i < plane; ++i) y[i] *= x[i];
   }
 }
 
@@ -225,8 +220,7 @@ void LRNLayer<Dtype>::BoxSum(const Dtype* in, Dtype* out, Dtype* rows) {
 }
 
 template <typename Dtype>
-void LRNLayer<Dtype>::WithinChannelForward(const Dtype* in, Dtype* out, Dtype* scale,
-                                           const Work& work) {
+void LRNLayer<Dtype>::WithinChannelScale(const Dtype* in, const Work& work) {
   const int plane = height_ * width_;
   const Dtype a = alpha_ / (size_ * size_);
   Dtype* sq = work.ratio;
@@ -236,11 +230,8 @@ void LRNLayer<Dtype>::WithinChannelForward(const Dtype* in, Dtype* out, Dtype* s
     const Dtype* x = in + offset;
     for (int i = 0; i < plane; ++i) sq[i] = x[i] * x[i];
     BoxSum(sq, acc, work.row);
-    Dtype* s = scale + offset;
+    Dtype* s = work.scale + offset;
     for (int i = 0; i < plane; ++i) s[i] = k_ + a * acc[i];
-    Dtype* y = out + offset;
-    NegativePower(plane, s, y);
-    for (int i = 0; i < plane; ++i) y[i] *= x[i];
   }
 }
 
@@ -273,17 +264,25 @@ void LRNLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   if (top[0]->count() == 0) return;  // an empty batch has no buffers to touch
   const Dtype* in = bottom[0]->cpu_data();
   Dtype* out = top[0]->mutable_cpu_data();
-  Dtype* scale = scale_.mutable_cpu_data();
-  const size_t image = static_cast<size_t>(channels_) * height_ * width_;
+  const size_t plane = static_cast<size_t>(height_) * width_;
+  const size_t image = channels_ * plane;
   PrepareWork(ParallelPartsFor(num_, 1));
   ParallelFor(num_, 1, [&](int begin, int end, int part) {
     const Work work = WorkOf(part);
     for (int n = begin; n < end; ++n) {
       const size_t o = n * image;
       if (region_ == LRNParameter::ACROSS_CHANNELS) {
-        CrossChannelForward(in + o, out + o, scale + o, work);
+        CrossChannelScale(in + o, work);
       } else {
-        WithinChannelForward(in + o, out + o, scale + o, work);
+        WithinChannelScale(in + o, work);
+      }
+      // out = in * scale^-beta, a plane at a time.
+      for (int c = 0; c < channels_; ++c) {
+        const size_t offset = c * plane;
+        Dtype* y = out + o + offset;
+        NegativePower(static_cast<int>(plane), work.scale + offset, y);
+        const Dtype* x = in + o + offset;
+        for (size_t i = 0; i < plane; ++i) y[i] *= x[i];
       }
     }
   });
@@ -295,7 +294,6 @@ void LRNLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>& 
   if (!propagate_down[0] || top[0]->count() == 0) return;
   const Dtype* in = bottom[0]->cpu_data();
   const Dtype* top_diff = top[0]->cpu_diff();
-  const Dtype* scale = scale_.cpu_data();
   Dtype* bottom_diff = bottom[0]->mutable_cpu_diff();
   const size_t image = static_cast<size_t>(channels_) * height_ * width_;
   PrepareWork(ParallelPartsFor(num_, 1));
@@ -304,9 +302,11 @@ void LRNLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>& 
     for (int n = begin; n < end; ++n) {
       const size_t o = n * image;
       if (region_ == LRNParameter::ACROSS_CHANNELS) {
-        CrossChannelBackward(in + o, top_diff + o, scale + o, bottom_diff + o, work);
+        CrossChannelScale(in + o, work);
+        CrossChannelBackward(in + o, top_diff + o, work.scale, bottom_diff + o, work);
       } else {
-        WithinChannelBackward(in + o, top_diff + o, scale + o, bottom_diff + o, work);
+        WithinChannelScale(in + o, work);
+        WithinChannelBackward(in + o, top_diff + o, work.scale, bottom_diff + o, work);
       }
     }
   });

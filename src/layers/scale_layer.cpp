@@ -13,6 +13,7 @@ void ScaleLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   // A model may also store only the scale of a bias_term layer; the bias is then created.
   const int stored = static_cast<int>(this->blobs_.size());
   const int learned_scale = bottom.size() == 1 ? 1 : 0;
+  in_place_ = bottom[0] == top[0];
   const int expected = learned_scale + (param.bias_term() ? 1 : 0);
   DOPPIO_ENSURE(stored == 0 || stored == expected || stored == learned_scale)
       << this->Describe() << ": expected " << expected << " stored blob(s) (the scale when it "
@@ -64,8 +65,8 @@ void ScaleLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top) {
   outer_dim_ = bottom[0]->count(0, axis);
   scale_dim_ = scale.count();
   inner_dim_ = bottom[0]->count(axis + scale.num_axes());
-  if (bottom[0] == top[0]) {
-    saved_input_.ReshapeLike(*bottom[0]);
+  if (in_place_) {
+    if (!kept_input_) saved_input_.ReshapeLike(*bottom[0]);
   } else {
     top[0]->ReshapeLike(*bottom[0]);
   }
@@ -76,9 +77,16 @@ void ScaleLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& top) {
 }
 
 template <typename Dtype>
+bool ScaleLayer<Dtype>::UseKeptBottomCopy(const Blob<Dtype>* kept) {
+  if (!in_place_) return false;
+  kept_input_ = kept;
+  return true;
+}
+
+template <typename Dtype>
 void ScaleLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   const Dtype* scale = (bottom.size() > 1 ? bottom[1] : this->blobs_[0].get())->cpu_data();
-  if (bottom[0] == top[0]) {
+  if (in_place_ && !kept_input_) {
     cpu_copy(bottom[0]->count(), bottom[0]->cpu_data(), saved_input_.mutable_cpu_data());
   }
   const Dtype* x = bottom[0]->cpu_data();
@@ -104,7 +112,9 @@ void ScaleLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>
   // A learned scale accumulates its gradient; a scale bottom has its diff overwritten.
   const bool learned = bottom.size() == 1;
   if (learned ? this->param_propagate_down(0) : propagate_down[1]) {
-    const Dtype* x = bottom[0] == top[0] ? saved_input_.cpu_data() : bottom[0]->cpu_data();
+    const Dtype* x = !in_place_    ? bottom[0]->cpu_data()
+                     : kept_input_ ? kept_input_->cpu_data()
+                                   : saved_input_.cpu_data();
     Blob<Dtype>* scale = learned ? this->blobs_[0].get() : bottom[1];
     Dtype* ds = scale->mutable_cpu_diff();
     if (!learned) cpu_set(scale_dim_, Dtype(0), ds);

@@ -17,7 +17,7 @@ void ScaleLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
   GpuContext& gpu = this->gpu();
   const long long count = bottom[0]->count();
   const Dtype* scale = (bottom.size() > 1 ? bottom[1] : this->blobs_[0].get())->gpu_data(gpu);
-  if (bottom[0] == top[0]) {
+  if (in_place_ && !kept_input_) {
     gpu_copy(gpu, bottom[0]->count(), bottom[0]->gpu_data(gpu), saved_input_.mutable_gpu_data(gpu));
   }
   LaunchKernel("ScaleForward", gpu, count, ScaleForward<Dtype>, count, scale_dim_, inner_dim_,
@@ -39,7 +39,9 @@ void ScaleLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<bool>
   const Dtype* dy = top[0]->gpu_diff(gpu);
   const bool learned = bottom.size() == 1;
   if (learned ? this->param_propagate_down(0) : propagate_down[1]) {
-    const Dtype* x = bottom[0] == top[0] ? saved_input_.gpu_data(gpu) : bottom[0]->gpu_data(gpu);
+    const Dtype* x = !in_place_    ? bottom[0]->gpu_data(gpu)
+                     : kept_input_ ? kept_input_->gpu_data(gpu)
+                                   : saved_input_.gpu_data(gpu);
     Blob<Dtype>* scale = learned ? this->blobs_[0].get() : bottom[1];
     // A learned scale accumulates its gradient; a scale bottom has its diff overwritten.
     ChannelSum(gpu, outer_dim_, scale_dim_, inner_dim_, ProductTerm<Dtype>{dy, x},

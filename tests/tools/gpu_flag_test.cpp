@@ -3,7 +3,9 @@
 // build has no GPU support. device_query lists what there is.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -43,6 +45,30 @@ TEST(GpuFlag, TimeOnTheGpuOrAClearError) {
         << run.output;
     EXPECT_NE(run.output.find("without --gpu"), std::string::npos) << run.output;
   }
+}
+
+TEST(GpuFlag, TimeReportsThePeakDeviceMemoryNextToWhatTheNetNeeds) {
+  if (GpuDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const cli_test::Result run = RunFromSourceRoot(kTimeLeNet);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::regex line(
+      R"(Peak device memory: ([\d.]+) MiB; the net needs ([\d.]+) MiB \(parameters ([\d.]+) MiB, )"
+      R"(activations ([\d.]+) MiB, workspace ([\d.]+) MiB\))");
+  std::smatch report;
+  ASSERT_TRUE(std::regex_search(run.output, report, line)) << run.output;
+  const double peak = std::stod(report[1]), needs = std::stod(report[2]);
+  const double parameters = std::stod(report[3]);
+  // Backward wrote every parameter's diff: the whole arena is on the device.
+  EXPECT_GE(peak, parameters);
+  // Beyond what the net needs, only the allocator's rounding and the buffers layers keep for
+  // Backward may be held. The allocator rounds blocks over 1 MiB up to a multiple of 2 MiB:
+  // at batch 4 only the parameter arena's two blocks (data, diff; 1.6 MiB each) are that
+  // large. Smaller blocks round up to 512 bytes, and the kept buffers (the pooling layers'
+  // argmax positions, softmax's probabilities) are under 0.1 MiB: 0.25 MiB covers those
+  // and the printed figures' rounding. A second copy of the parameters would not fit.
+  const double block = parameters / 2;
+  const double arena_rounding = 2 * (std::ceil(block / 2) * 2 - block);
+  EXPECT_LE(peak, needs + arena_rounding + 0.25) << run.output;
 }
 
 TEST(GpuFlag, BadDeviceIdIsAnError) {

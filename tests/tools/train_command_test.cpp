@@ -112,6 +112,13 @@ TEST_F(TrainCommandTest, TrainsSnapshotsAndLogsInCaffesForm) {
     for (int i = 0; i < 9; ++i) fields >> field;
     EXPECT_NO_THROW(std::stod(field)) << it->str();
   }
+  // Once training is done, the peak next to what the train and test nets need.
+  const std::regex memory_line(
+      R"(Peak host memory: [\d.]+ MiB; the net needs [\d.]+ MiB \(parameters [\d.]+ MiB, )"
+      R"(activations [\d.]+ MiB, workspace [\d.]+ MiB\), (overhead|of which) [\d.]+ MiB)");
+  std::smatch memory;
+  ASSERT_TRUE(std::regex_search(log, memory, memory_line)) << log;
+  EXPECT_GT(static_cast<std::size_t>(memory.position(0)), log.find("Optimization Done."));
 }
 
 TEST_F(TrainCommandTest, LayerWiseReduceFalseMeansBlockingSync) {

@@ -120,6 +120,16 @@ class Layer {
   virtual std::optional<std::uint64_t> stream_position() const { return std::nullopt; }
   virtual void SeekStream(std::uint64_t position);
 
+  // Buffers a layer keeps from Forward for Backward. A layer that keeps, from its Forward
+  // until after its Backward, an exact copy of what Forward wrote to top[top_index] returns
+  // it here (BatchNorm's normalised output); others return null.
+  virtual const Blob<Dtype>* KeptTopCopy(int top_index) const { return nullptr; }
+  // Net offers `kept`, the KeptTopCopy of the layer run just before this one, when that
+  // layer's top is this one's bottom[0]: until this layer's Backward has run, `kept` holds
+  // exactly what Forward reads from bottom[0]. A layer that would otherwise keep its own
+  // copy of that input (an in-place Scale) reads `kept` instead and returns true.
+  virtual bool UseKeptBottomCopy(const Blob<Dtype>* kept) { return false; }
+
   // The layer's name and type, for error messages: "layer 'conv1' (Convolution)".
   std::string Describe() const;
 

@@ -157,6 +157,9 @@ class Net {
   // And of the parameter arena, data and diff.
   std::size_t activation_bytes() const;
   std::size_t parameter_bytes() const;
+  // How many layers read the copy of their input that the layer before them keeps for
+  // Backward, instead of keeping one of their own (Scale after BatchNorm, both in place).
+  int shared_kept_copies() const { return shared_kept_copies_; }
 
   // Returns the layers of `param` that apply to its state (include/exclude rules).
   static NetParameter FilterNet(const NetParameter& param);
@@ -172,6 +175,7 @@ class Net {
   void AppendParam(const NetParameter& param, int layer_id, int param_id);
   void DecideBackward(const NetParameter& param);
   void BuildArena();
+  void ShareKeptCopies();
   void WarnSharedLayerNames() const;
   // Logs which engine runs each layer (one line per engine).
   void LogEngines() const;
@@ -187,6 +191,7 @@ class Net {
   std::vector<std::string> layer_names_;
   std::map<std::string, int> layer_index_;
   std::vector<bool> layer_need_backward_;
+  int shared_kept_copies_ = 0;
   std::vector<std::shared_ptr<Blob<Dtype>>> blobs_;
   std::vector<std::string> blob_names_;
   std::map<std::string, int> blob_index_;

@@ -43,15 +43,19 @@ class LRNLayer : public Layer<Dtype> {
     Dtype* power;  // scale^-beta
     Dtype* ratio;  // top_diff * top / scale
     Dtype* row;    // one plane: horizontal pass of the box sum
+    Dtype* scale;  // one image: k + alpha / n * (sum of squares over the window)
   };
   // Sizes the work space for `parts` parts.
   void PrepareWork(int parts);
   Work WorkOf(int part);
 
-  void CrossChannelForward(const Dtype* in, Dtype* out, Dtype* scale, const Work& work);
+  // One image's scale into work.scale. Backward computes it again from the input rather than
+  // keeping a bottom-sized copy from Forward (as Caffe does): the same code on the same input,
+  // so the same values, bit for bit.
+  void CrossChannelScale(const Dtype* in, const Work& work);
+  void WithinChannelScale(const Dtype* in, const Work& work);
   void CrossChannelBackward(const Dtype* in, const Dtype* top_diff, const Dtype* scale,
                             Dtype* bottom_diff, const Work& work);
-  void WithinChannelForward(const Dtype* in, Dtype* out, Dtype* scale, const Work& work);
   void WithinChannelBackward(const Dtype* in, const Dtype* top_diff, const Dtype* scale,
                              Dtype* bottom_diff, const Work& work);
   // out = sum of in over the size x size window around each position (zero padded).
@@ -65,7 +69,7 @@ class LRNLayer : public Layer<Dtype> {
   LRNParameter::NormRegion region_ = LRNParameter::ACROSS_CHANNELS;
   int num_ = 0, channels_ = 0, height_ = 0, width_ = 0;
 
-  Blob<Dtype> scale_;  // kept from Forward for Backward
+  Blob<Dtype> scale_;  // the GPU kernels' scale, kept from Forward for Backward
   // Work spaces, one after the other: per part, the sizes below.
   std::vector<Dtype> work_;
   size_t plane_size_ = 0, image_size_ = 0, row_size_ = 0, work_size_ = 0;

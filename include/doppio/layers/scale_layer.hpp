@@ -26,6 +26,8 @@ class ScaleLayer : public Layer<Dtype> {
   int MinBottomBlobs() const override { return 1; }
   int MaxBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
+  // In place, the input is then read from `kept` and not copied.
+  bool UseKeptBottomCopy(const Blob<Dtype>* kept) override;
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -41,8 +43,11 @@ class ScaleLayer : public Layer<Dtype> {
   std::unique_ptr<BiasLayer<Dtype>> bias_layer_;
   BlobVec bias_bottom_;
   int bias_param_id_ = -1;
-  // In-place Forward overwrites the input that the scale gradient needs: keep a copy.
+  // In-place Forward overwrites the input that the scale gradient needs: keep a copy, or
+  // read the one the layer before keeps (kept_input_, set by UseKeptBottomCopy).
   Blob<Dtype> saved_input_;
+  const Blob<Dtype>* kept_input_ = nullptr;
+  bool in_place_ = false;  // bottom[0] is top[0] (known from LayerSetUp)
   int outer_dim_ = 0;
   int scale_dim_ = 0;
   int inner_dim_ = 0;
