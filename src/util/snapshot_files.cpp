@@ -180,6 +180,19 @@ void ReadSolverStateHdf5(const std::string& path, SolverState* state) {
       position->set_position(static_cast<std::uint64_t>(file.ReadInt(entry + "/position")));
     }
   }
+  if (file.Has("doppio/compression")) {
+    CompressionState* compression = state->mutable_compression();
+    compression->set_method(file.ReadString("doppio/compression/method"));
+    compression->set_num_ranks(static_cast<int>(file.ReadInt("doppio/compression/num_ranks")));
+    const std::string group = "doppio/compression/residual";
+    for (const std::string& blob :
+         IndexedMembers(file, group, file.Members(group), "group '" + group + "'")) {
+      ReadBlob(file, blob, compression->add_residual());
+    }
+    if (file.Has("doppio/compression/shared")) {
+      ReadBlob(file, "doppio/compression/shared", compression->mutable_shared());
+    }
+  }
 }
 
 void WriteSolverStateHdf5(const SolverState& state, const std::string& path) {
@@ -199,6 +212,19 @@ void WriteSolverStateHdf5(const SolverState& state, const std::string& path) {
     file.WriteString(entry + "/layer", state.data_position(i).layer());
     file.WriteInt(entry + "/position",
                   static_cast<std::int64_t>(state.data_position(i).position()));
+  }
+  if (state.has_compression()) {
+    const CompressionState& compression = state.compression();
+    file.WriteString("doppio/compression/method", compression.method());
+    file.WriteInt("doppio/compression/num_ranks", compression.num_ranks());
+    file.CreateGroup("doppio/compression/residual");
+    for (int i = 0; i < compression.residual_size(); ++i) {
+      WriteBlob(&file, "doppio/compression/residual/" + std::to_string(i), compression.residual(i),
+                false);
+    }
+    if (compression.has_shared()) {
+      WriteBlob(&file, "doppio/compression/shared", compression.shared(), false);
+    }
   }
   WriteFileAtomically(file.Image(), path);
 }

@@ -131,7 +131,7 @@ TEST_F(SnapshotFilesTest, WeightsThatDoNotFitTheLayoutAreErrors) {
 
 TEST_F(SnapshotFilesTest, SolverStateRoundTripsEveryField) {
   // A new field of SolverState needs a place in the HDF5 layout (snapshot_files.cpp).
-  ASSERT_EQ(SolverState::descriptor()->field_count(), 6);
+  ASSERT_EQ(SolverState::descriptor()->field_count(), 7);
   SolverState state;
   state.set_iter(1234);
   state.set_learned_net(Path("lsq_iter_1234.caffemodel.h5"));
@@ -144,6 +144,12 @@ TEST_F(SnapshotFilesTest, SolverStateRoundTripsEveryField) {
   position = state.add_data_position();
   position->set_layer("images/train");
   position->set_position(5);
+  CompressionState* compression = state.mutable_compression();
+  compression->set_method("powersgd:2");
+  compression->set_num_ranks(2);
+  *compression->add_residual() = FloatBlob({3, 2}, 0.5f);
+  *compression->add_residual() = FloatBlob({3, 2}, -0.25f);
+  *compression->mutable_shared() = FloatBlob({2, 2}, 2.f);
   const std::string path = Path("s.solverstate.h5");
   WriteSolverStateFile(state, path);
   SolverState back;
