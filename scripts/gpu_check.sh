@@ -193,7 +193,7 @@ configure() {
 # the doppio command the end-to-end tests and the benchmark run.
 gpu_targets() {
   echo doppio_cli
-  grep -rlE '^(TYPED_)?TEST(_F|_P)?\(([A-Za-z]*Gpu|[A-Za-z]*, *[A-Za-z]*Gpu)' tests |
+  grep -rlE '^(TYPED_)?TEST(_F|_P)?\(([A-Za-z0-9]*Gpu|[A-Za-z0-9]*, *[A-Za-z0-9]*Gpu)' tests |
     sed -E 's#^tests/##; s#_mpitest\.cpp$#_mpi#; s#_test\.cpp$##; s#/#_#g; s#^#test_#'
 }
 # Those the configuration has (a build without CUDA has no *_gpu tests).
