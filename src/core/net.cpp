@@ -483,7 +483,8 @@ void Net<Dtype>::BuildArena() {
   arena_data_ = std::make_shared<SyncedMemory>(arena_count_ * sizeof(Dtype));
   arena_diff_ = std::make_shared<SyncedMemory>(arena_count_ * sizeof(Dtype));
   Dtype* data = static_cast<Dtype*>(arena_data_->mutable_cpu_data());
-  static_cast<Dtype*>(arena_diff_->mutable_cpu_data());
+  // Allocated here, before any blob views it, so that every diff view starts on live host memory.
+  arena_diff_->mutable_cpu_data();
   for (std::size_t i = 0; i < learnable_params_.size(); ++i) {
     Blob<Dtype>* blob = learnable_params_[i];
     const std::size_t bytes = blob->count() * sizeof(Dtype);

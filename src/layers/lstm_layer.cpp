@@ -15,53 +15,30 @@ std::vector<BlobShape> LSTMLayer<Dtype>::RecurrentInputShapes() const {
 
 template <typename Dtype>
 void LSTMLayer<Dtype>::FillUnrolledNet(NetParameter* net) const {
-  const RecurrentParameter& param = this->layer_param_.recurrent_param();
-  const auto add = [net](const std::string& name, const std::string& type,
-                         std::vector<std::string> bottoms, std::vector<std::string> tops) {
-    LayerParameter* layer = net->add_layer();
-    layer->set_name(name);
-    layer->set_type(type);
-    for (const std::string& b : bottoms) layer->add_bottom(b);
-    for (const std::string& t : tops) layer->add_top(t);
-    return layer;
-  };
-  // An inner product to the 4 x num_output gate inputs (axis: the first axis it reduces),
-  // with the weight shared under `weight` and, when `bias` is given, a bias.
+  // The inner products feed the four gates: 4 x num_output inputs.
   const int gates = 4 * this->num_output();
-  const auto inner_product = [&](LayerParameter* layer, int axis, const std::string& weight,
-                                 const std::string& bias) {
-    InnerProductParameter* ip = layer->mutable_inner_product_param();
-    ip->set_num_output(gates);
-    ip->set_axis(axis);
-    ip->set_bias_term(!bias.empty());
-    *ip->mutable_weight_filler() = param.weight_filler();
-    layer->add_param()->set_name(weight);
-    if (!bias.empty()) {
-      *ip->mutable_bias_filler() = param.bias_filler();
-      layer->add_param()->set_name(bias);
-    }
-  };
   const int T = this->T_;
 
-  LayerParameter* cont_slice = add("cont_slice", "Slice", {"cont"}, {});
+  LayerParameter* cont_slice = this->AddUnrolledLayer(net, "cont_slice", "Slice", {"cont"}, {});
   cont_slice->mutable_slice_param()->set_axis(0);
   // W_xc_x = W_xc x + b_c for all steps at once.
-  LayerParameter* x_transform = add("x_transform", "InnerProduct", {"x"}, {"W_xc_x"});
-  inner_product(x_transform, 2, "W_xc", "b_c");
+  LayerParameter* x_transform =
+      this->AddUnrolledLayer(net, "x_transform", "InnerProduct", {"x"}, {"W_xc_x"});
+  this->MakeInnerProduct(x_transform, gates, 2, "W_xc", "b_c");
   x_transform->add_propagate_down(true);
   if (this->static_input_) {
-    LayerParameter* static_transform =
-        add("W_xc_x_static", "InnerProduct", {"x_static"}, {"W_xc_x_static_preshape"});
-    inner_product(static_transform, 1, "W_xc_static", "");
+    LayerParameter* static_transform = this->AddUnrolledLayer(
+        net, "W_xc_x_static", "InnerProduct", {"x_static"}, {"W_xc_x_static_preshape"});
+    this->MakeInnerProduct(static_transform, gates, 1, "W_xc_static", "");
     static_transform->add_propagate_down(true);
-    LayerParameter* reshape =
-        add("W_xc_x_static_reshape", "Reshape", {"W_xc_x_static_preshape"}, {"W_xc_x_static"});
+    LayerParameter* reshape = this->AddUnrolledLayer(net, "W_xc_x_static_reshape", "Reshape",
+                                                     {"W_xc_x_static_preshape"}, {"W_xc_x_static"});
     BlobShape* shape = reshape->mutable_reshape_param()->mutable_shape();
     shape->add_dim(1);
     shape->add_dim(-1);
     shape->add_dim(gates);
   }
-  LayerParameter* x_slice = add("W_xc_x_slice", "Slice", {"W_xc_x"}, {});
+  LayerParameter* x_slice = this->AddUnrolledLayer(net, "W_xc_x_slice", "Slice", {"W_xc_x"}, {});
   x_slice->mutable_slice_param()->set_axis(0);
   LayerParameter concat;
   concat.set_name("h_concat");
@@ -75,21 +52,23 @@ void LSTMLayer<Dtype>::FillUnrolledNet(NetParameter* net) const {
     cont_slice->add_top("cont_" + ts);
     x_slice->add_top("W_xc_x_" + ts);
     // h_conted_{t-1} = cont_t h_{t-1}: the state is dropped where a sequence starts.
-    add("h_conted_" + tm1, "Scale", {"h_" + tm1, "cont_" + ts}, {"h_conted_" + tm1})
+    this->AddUnrolledLayer(net, "h_conted_" + tm1, "Scale", {"h_" + tm1, "cont_" + ts},
+                           {"h_conted_" + tm1})
         ->mutable_scale_param()
         ->set_axis(0);
-    inner_product(add("transform_" + ts, "InnerProduct", {"h_conted_" + tm1}, {"W_hc_h_" + tm1}), 2,
-                  "W_hc", "");
+    this->MakeInnerProduct(this->AddUnrolledLayer(net, "transform_" + ts, "InnerProduct",
+                                                  {"h_conted_" + tm1}, {"W_hc_h_" + tm1}),
+                           gates, 2, "W_hc", "");
     std::vector<std::string> sum = {"W_hc_h_" + tm1, "W_xc_x_" + ts};
     if (this->static_input_) sum.push_back("W_xc_x_static");
-    add("gate_input_" + ts, "Eltwise", sum, {"gate_input_" + ts})
+    this->AddUnrolledLayer(net, "gate_input_" + ts, "Eltwise", sum, {"gate_input_" + ts})
         ->mutable_eltwise_param()
         ->set_operation(EltwiseParameter::SUM);
-    add("unit_" + ts, "LSTMUnit", {"c_" + tm1, "gate_input_" + ts, "cont_" + ts},
-        {"c_" + ts, "h_" + ts});
+    this->AddUnrolledLayer(net, "unit_" + ts, "LSTMUnit",
+                           {"c_" + tm1, "gate_input_" + ts, "cont_" + ts}, {"c_" + ts, "h_" + ts});
     concat.add_bottom("h_" + ts);
   }
-  add("c_T_copy", "Split", {"c_" + std::to_string(T)}, {"c_T"});
+  this->AddUnrolledLayer(net, "c_T_copy", "Split", {"c_" + std::to_string(T)}, {"c_T"});
   *net->add_layer() = concat;
 }
 

@@ -16,6 +16,36 @@ void AddShape(InputParameter* input, const std::vector<int>& shape) {
 }  // namespace
 
 template <typename Dtype>
+LayerParameter* RecurrentLayer<Dtype>::AddUnrolledLayer(NetParameter* net, const std::string& name,
+                                                        const std::string& type,
+                                                        const std::vector<std::string>& bottoms,
+                                                        const std::vector<std::string>& tops) {
+  LayerParameter* layer = net->add_layer();
+  layer->set_name(name);
+  layer->set_type(type);
+  for (const std::string& b : bottoms) layer->add_bottom(b);
+  for (const std::string& t : tops) layer->add_top(t);
+  return layer;
+}
+
+template <typename Dtype>
+void RecurrentLayer<Dtype>::MakeInnerProduct(LayerParameter* layer, int outputs, int axis,
+                                             const std::string& weight,
+                                             const std::string& bias) const {
+  const RecurrentParameter& param = this->layer_param_.recurrent_param();
+  InnerProductParameter* ip = layer->mutable_inner_product_param();
+  ip->set_num_output(outputs);
+  ip->set_axis(axis);
+  ip->set_bias_term(!bias.empty());
+  *ip->mutable_weight_filler() = param.weight_filler();
+  layer->add_param()->set_name(weight);
+  if (!bias.empty()) {
+    *ip->mutable_bias_filler() = param.bias_filler();
+    layer->add_param()->set_name(bias);
+  }
+}
+
+template <typename Dtype>
 int RecurrentLayer<Dtype>::MinBottomBlobs() const {
   const bool expose = this->layer_param_.recurrent_param().expose_hidden();
   return 2 + (expose ? static_cast<int>(RecurrentInputBlobNames().size()) : 0);

@@ -15,52 +15,28 @@ std::vector<BlobShape> RNNLayer<Dtype>::RecurrentInputShapes() const {
 
 template <typename Dtype>
 void RNNLayer<Dtype>::FillUnrolledNet(NetParameter* net) const {
-  const RecurrentParameter& param = this->layer_param_.recurrent_param();
-  const auto add = [net](const std::string& name, const std::string& type,
-                         std::vector<std::string> bottoms, std::vector<std::string> tops) {
-    LayerParameter* layer = net->add_layer();
-    layer->set_name(name);
-    layer->set_type(type);
-    for (const std::string& b : bottoms) layer->add_bottom(b);
-    for (const std::string& t : tops) layer->add_top(t);
-    return layer;
-  };
-  // An inner product over the last axis (axis: the first axis it reduces), with the weight
-  // shared under `weight` and, when `bias` is given, a bias.
-  const auto inner_product = [&](LayerParameter* layer, int axis, const std::string& weight,
-                                 const std::string& bias) {
-    InnerProductParameter* ip = layer->mutable_inner_product_param();
-    ip->set_num_output(this->num_output());
-    ip->set_axis(axis);
-    ip->set_bias_term(!bias.empty());
-    *ip->mutable_weight_filler() = param.weight_filler();
-    layer->add_param()->set_name(weight);
-    if (!bias.empty()) {
-      *ip->mutable_bias_filler() = param.bias_filler();
-      layer->add_param()->set_name(bias);
-    }
-  };
   const int T = this->T_;
 
-  LayerParameter* cont_slice = add("cont_slice", "Slice", {"cont"}, {});
+  LayerParameter* cont_slice = this->AddUnrolledLayer(net, "cont_slice", "Slice", {"cont"}, {});
   cont_slice->mutable_slice_param()->set_axis(0);
   // W_xh_x = W_xh x + b_h for all steps at once.
-  LayerParameter* x_transform = add("x_transform", "InnerProduct", {"x"}, {"W_xh_x"});
-  inner_product(x_transform, 2, "W_xh", "b_h");
+  LayerParameter* x_transform =
+      this->AddUnrolledLayer(net, "x_transform", "InnerProduct", {"x"}, {"W_xh_x"});
+  this->MakeInnerProduct(x_transform, this->num_output(), 2, "W_xh", "b_h");
   x_transform->add_propagate_down(true);
   if (this->static_input_) {
-    LayerParameter* static_transform =
-        add("W_xh_x_static", "InnerProduct", {"x_static"}, {"W_xh_x_static_preshape"});
-    inner_product(static_transform, 1, "W_xh_static", "");
+    LayerParameter* static_transform = this->AddUnrolledLayer(
+        net, "W_xh_x_static", "InnerProduct", {"x_static"}, {"W_xh_x_static_preshape"});
+    this->MakeInnerProduct(static_transform, this->num_output(), 1, "W_xh_static", "");
     static_transform->add_propagate_down(true);
-    LayerParameter* reshape =
-        add("W_xh_x_static_reshape", "Reshape", {"W_xh_x_static_preshape"}, {"W_xh_x_static"});
+    LayerParameter* reshape = this->AddUnrolledLayer(net, "W_xh_x_static_reshape", "Reshape",
+                                                     {"W_xh_x_static_preshape"}, {"W_xh_x_static"});
     BlobShape* shape = reshape->mutable_reshape_param()->mutable_shape();
     shape->add_dim(1);
     shape->add_dim(-1);
     shape->add_dim(this->num_output());
   }
-  LayerParameter* x_slice = add("W_xh_x_slice", "Slice", {"W_xh_x"}, {});
+  LayerParameter* x_slice = this->AddUnrolledLayer(net, "W_xh_x_slice", "Slice", {"W_xh_x"}, {});
   x_slice->mutable_slice_param()->set_axis(0);
   LayerParameter concat;
   concat.set_name("o_concat");
@@ -74,20 +50,23 @@ void RNNLayer<Dtype>::FillUnrolledNet(NetParameter* net) const {
     cont_slice->add_top("cont_" + ts);
     x_slice->add_top("W_xh_x_" + ts);
     // h_conted_{t-1} = cont_t h_{t-1}: the state is dropped where a sequence starts.
-    add("h_conted_" + tm1, "Scale", {"h_" + tm1, "cont_" + ts}, {"h_conted_" + tm1})
+    this->AddUnrolledLayer(net, "h_conted_" + tm1, "Scale", {"h_" + tm1, "cont_" + ts},
+                           {"h_conted_" + tm1})
         ->mutable_scale_param()
         ->set_axis(0);
-    inner_product(add("W_hh_h_" + tm1, "InnerProduct", {"h_conted_" + tm1}, {"W_hh_h_" + tm1}), 2,
-                  "W_hh", "");
+    this->MakeInnerProduct(this->AddUnrolledLayer(net, "W_hh_h_" + tm1, "InnerProduct",
+                                                  {"h_conted_" + tm1}, {"W_hh_h_" + tm1}),
+                           this->num_output(), 2, "W_hh", "");
     std::vector<std::string> sum = {"W_hh_h_" + tm1, "W_xh_x_" + ts};
     if (this->static_input_) sum.push_back("W_xh_x_static");
-    add("h_input_sum_" + ts, "Eltwise", sum, {"h_neuron_input_" + ts})
+    this->AddUnrolledLayer(net, "h_input_sum_" + ts, "Eltwise", sum, {"h_neuron_input_" + ts})
         ->mutable_eltwise_param()
         ->set_operation(EltwiseParameter::SUM);
-    add("h_neuron_" + ts, "TanH", {"h_neuron_input_" + ts}, {"h_" + ts});
-    inner_product(add("W_ho_h_" + ts, "InnerProduct", {"h_" + ts}, {"W_ho_h_" + ts}), 2, "W_ho",
-                  "b_o");
-    add("o_neuron_" + ts, "TanH", {"W_ho_h_" + ts}, {"o_" + ts});
+    this->AddUnrolledLayer(net, "h_neuron_" + ts, "TanH", {"h_neuron_input_" + ts}, {"h_" + ts});
+    this->MakeInnerProduct(
+        this->AddUnrolledLayer(net, "W_ho_h_" + ts, "InnerProduct", {"h_" + ts}, {"W_ho_h_" + ts}),
+        this->num_output(), 2, "W_ho", "b_o");
+    this->AddUnrolledLayer(net, "o_neuron_" + ts, "TanH", {"W_ho_h_" + ts}, {"o_" + ts});
     concat.add_bottom("o_" + ts);
   }
   *net->add_layer() = concat;

@@ -13,6 +13,7 @@
 #include "doppio/core/common.hpp"
 #include "doppio/data/convert.hpp"
 #include "doppio/data/db.hpp"
+#include "expect_error.hpp"
 
 namespace doppio {
 namespace testing_data {
@@ -88,23 +89,6 @@ inline ToolResult RunTool(const std::string& tool, const std::string& args) {
       cli_test::RunShell(std::string(DOPPIO_BINARY_DIR) + "/tools/" + tool + " " + args);
   return {result.exit_code, result.output};
 }
-
-// EXPECT that `statement` throws doppio::Error whose message holds every one of `parts`.
-#define EXPECT_ERROR_WITH(statement, ...)                                     \
-  do {                                                                        \
-    bool thrown = false;                                                      \
-    try {                                                                     \
-      statement;                                                              \
-    } catch (const ::doppio::Error& error) {                                  \
-      thrown = true;                                                          \
-      const std::string message = error.what();                               \
-      for (const std::string& part : std::vector<std::string>{__VA_ARGS__}) { \
-        EXPECT_NE(message.find(part), std::string::npos)                      \
-            << "message '" << message << "' lacks '" << part << "'";          \
-      }                                                                       \
-    }                                                                         \
-    EXPECT_TRUE(thrown) << "expected doppio::Error from " #statement;         \
-  } while (0)
 
 }  // namespace testing_data
 }  // namespace doppio

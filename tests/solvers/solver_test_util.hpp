@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "doppio/solvers/solver_registry.hpp"
+#include "expect_error.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -90,20 +91,6 @@ inline void WriteFile(const std::string& path, const std::string& contents) {
   std::ofstream out(path, std::ios::binary);
   out << contents;
 }
-
-// Runs `statement`, expecting an Error whose message contains every one of `parts`.
-#define EXPECT_ERROR_WITH(statement, ...)                                     \
-  do {                                                                        \
-    try {                                                                     \
-      statement;                                                              \
-      ADD_FAILURE() << "no Error from " #statement;                           \
-    } catch (const ::doppio::Error& error) {                                  \
-      for (const std::string& part : std::vector<std::string>{__VA_ARGS__}) { \
-        EXPECT_NE(std::string(error.what()).find(part), std::string::npos)    \
-            << "message lacks '" << part << "': " << error.what();            \
-      }                                                                       \
-    }                                                                         \
-  } while (0)
 
 }  // namespace solver_test
 }  // namespace doppio

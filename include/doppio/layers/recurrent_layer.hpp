@@ -67,6 +67,16 @@ class RecurrentLayer : public Layer<Dtype> {
   int num_output() const {
     return static_cast<int>(this->layer_param_.recurrent_param().num_output());
   }
+  // For FillUnrolledNet: appends a layer of `type` named `name` to `net`.
+  static LayerParameter* AddUnrolledLayer(NetParameter* net, const std::string& name,
+                                          const std::string& type,
+                                          const std::vector<std::string>& bottoms,
+                                          const std::vector<std::string>& tops);
+  // Makes `layer` an inner product to `outputs` reducing the axes from `axis` on, with
+  // recurrent_param's fillers, its weight shared under `weight` and, when `bias` is not
+  // empty, a bias shared under `bias`.
+  void MakeInnerProduct(LayerParameter* layer, int outputs, int axis, const std::string& weight,
+                        const std::string& bias) const;
 
   int T_ = 0;  // time steps
   int N_ = 0;  // independent streams
