@@ -21,6 +21,7 @@
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/hdf5.hpp"
 #include "doppio/util/io.hpp"
+#include "expect_error.hpp"
 #include "mpi_test_util.hpp"
 #include "parallel_test_data.hpp"
 #include "test_util.hpp"
@@ -589,21 +590,7 @@ TEST_F(DistributedTest, TotalsAccountForComputeAndCommunication) {
 
 // --- Bad input: refused on every rank, naming the rank, never a hang. ---
 
-#define EXPECT_AGREED_ERROR(statement, ...)                                   \
-  do {                                                                        \
-    bool thrown = false;                                                      \
-    try {                                                                     \
-      statement;                                                              \
-    } catch (const AgreedError& error) {                                      \
-      thrown = true;                                                          \
-      const std::string message = error.what();                               \
-      for (const std::string& part : std::vector<std::string>{__VA_ARGS__}) { \
-        EXPECT_NE(message.find(part), std::string::npos)                      \
-            << "message '" << message << "' lacks '" << part << "'";          \
-      }                                                                       \
-    }                                                                         \
-    EXPECT_TRUE(thrown) << "expected AgreedError from " #statement;           \
-  } while (0)
+#define EXPECT_AGREED_ERROR(statement, ...) EXPECT_THROW_WITH(statement, AgreedError, __VA_ARGS__)
 
 TEST_F(DistributedTest, MismatchedNetsAreRefusedNamingTheRank) {
   if (N() == 1) GTEST_SKIP();
