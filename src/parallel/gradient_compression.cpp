@@ -85,7 +85,10 @@ void BucketCompressor<Dtype>::set_residual(const std::vector<Dtype>& values) {
 
 template <typename Dtype>
 Dtype* BucketCompressor<Dtype>::mutable_residual() {
-  return gpu_ ? residual_.mutable_gpu_data(*gpu_) : residual_.mutable_cpu_data();
+#ifdef DOPPIO_WITH_CUDA
+  if (gpu_) return residual_.mutable_gpu_data(*gpu_);
+#endif
+  return residual_.mutable_cpu_data();
 }
 
 template <typename Dtype>

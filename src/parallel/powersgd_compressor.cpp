@@ -62,12 +62,18 @@ PowerSgdCompressor<Dtype>::PowerSgdCompressor(std::size_t count,
 
 template <typename Dtype>
 Dtype* PowerSgdCompressor<Dtype>::P() {
-  return this->gpu_ ? p_.mutable_gpu_data(*this->gpu_) : p_.mutable_cpu_data();
+#ifdef DOPPIO_WITH_CUDA
+  if (this->gpu_) return p_.mutable_gpu_data(*this->gpu_);
+#endif
+  return p_.mutable_cpu_data();
 }
 
 template <typename Dtype>
 Dtype* PowerSgdCompressor<Dtype>::Q() {
-  return this->gpu_ ? q_.mutable_gpu_data(*this->gpu_) : q_.mutable_cpu_data();
+#ifdef DOPPIO_WITH_CUDA
+  if (this->gpu_) return q_.mutable_gpu_data(*this->gpu_);
+#endif
+  return q_.mutable_cpu_data();
 }
 
 template <typename Dtype>
