@@ -70,14 +70,15 @@ struct SyncStats {
 // then measured against the kernels' end, not against the moment they were queued.
 //
 // With a compression method (--grad_compression, gradient_compression.hpp) each bucket is
-// exchanged by its BucketCompressor instead of an allreduce, where the arena is (on the GPU
-// in GPU mode, with the compressors' kernels): compressed when it is launched, its second
+// exchanged by its BucketCompressor instead of an allreduce, where the arena is (in GPU mode
+// by the compressors' kernels on the GPU): compressed when it is launched, its second
 // collective (PowerSGD) issued and every bucket decompressed in FinishGradients, in the
 // launch order; the sum then replaces the bucket as an allreduce's would. The codec's spans
-// are the host's time to queue (on a GPU, and to wait for what it copies to the host). Before
-// `compression_start_iter` the buckets go uncompressed. With iter_size > 1 the accumulated gradient
-// is compressed once. The lossy sum is not what rank 0 alone could reduce and broadcast, so
-// reduce_bcast refuses compression.
+// are host time: on a GPU, queueing the kernels and (fp16, bf16, topk) waiting for the
+// packed bucket's copy to the host. Before `compression_start_iter` the buckets go
+// uncompressed. With iter_size > 1 the accumulated gradient is compressed once. The lossy
+// sum is not what rank 0 alone could reduce and broadcast, so reduce_bcast refuses
+// compression.
 //
 // The bucket layout is a function of the net and the options only, so it is the same on
 // every rank; LayoutHash lets the ranks check that before training.
