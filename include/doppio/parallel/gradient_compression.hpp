@@ -86,6 +86,7 @@ class BucketCompressor {
   // Forgets the last iteration's collectives; the next are issued on `comm`.
   void Begin(Communicator* comm);
   void Issued(CommHandle handle, std::size_t bytes);
+  // The residual where the compressor computes: in host memory or on its GPU.
   Dtype* mutable_residual();
   GpuContext* gpu_;
   std::vector<CommHandle> handles_;
