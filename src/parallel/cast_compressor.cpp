@@ -6,33 +6,52 @@
 namespace doppio {
 
 template <typename Dtype>
-CastCompressor<Dtype>::CastCompressor(std::size_t count, bool bfloat16)
-    : count_(count), bfloat16_(bfloat16), wire_(count) {}
+CastCompressor<Dtype>::CastCompressor(std::size_t count, bool bfloat16, GpuContext* gpu)
+    : BucketCompressor<Dtype>(gpu),
+      count_(count),
+      bfloat16_(bfloat16),
+      wire_(count * sizeof(std::uint16_t)) {}
 
 template <typename Dtype>
 void CastCompressor<Dtype>::Start(Dtype* bucket, Communicator* comm, const std::string& label) {
-  this->handles_.clear();
-  this->bytes_sent_ = 0;
-  this->comm_ = comm;
-  if (bfloat16_) {
-    for (std::size_t i = 0; i < count_; ++i) {
-      wire_[i] = FloatToBfloat16(static_cast<float>(bucket[i]));
-    }
-  } else {
-    for (std::size_t i = 0; i < count_; ++i) wire_[i] = FloatToHalf(static_cast<float>(bucket[i]));
-  }
-  gathered_.resize(count_ * comm->size());
+  this->Begin(comm);
   const std::size_t bytes = count_ * sizeof(std::uint16_t);
-  this->Issued(comm->IAllgather(wire_.data(), gathered_.data(), bytes, CommType::kByte, label),
+  if (!gathered_ || gathered_->size() != bytes * comm->size()) {
+    gathered_ = std::make_unique<SyncedMemory>(bytes * comm->size());
+  }
+#ifdef DOPPIO_WITH_CUDA
+  if (this->gpu_)
+    Pack_gpu(bucket, static_cast<std::uint16_t*>(wire_.mutable_gpu_data(*this->gpu_)));
+#endif
+  if (!this->gpu_) {
+    auto* wire = static_cast<std::uint16_t*>(wire_.mutable_cpu_data());
+    if (bfloat16_) {
+      for (std::size_t i = 0; i < count_; ++i) {
+        wire[i] = FloatToBfloat16(static_cast<float>(bucket[i]));
+      }
+    } else {
+      for (std::size_t i = 0; i < count_; ++i) wire[i] = FloatToHalf(static_cast<float>(bucket[i]));
+    }
+  }
+  // On a GPU, cpu_data copies the packed bucket to the host once the kernels are done.
+  this->Issued(comm->IAllgather(wire_.cpu_data(), gathered_->mutable_cpu_data(), bytes,
+                                CommType::kByte, label),
                bytes);
 }
 
 template <typename Dtype>
 void CastCompressor<Dtype>::Decompress(Dtype* bucket) {
   const int ranks = this->comm_->size();
+#ifdef DOPPIO_WITH_CUDA
+  if (this->gpu_) {
+    Sum_gpu(static_cast<const std::uint16_t*>(gathered_->gpu_data(*this->gpu_)), ranks, bucket);
+    return;
+  }
+#endif
+  const auto* gathered = static_cast<const std::uint16_t*>(gathered_->cpu_data());
   for (std::size_t i = 0; i < count_; ++i) bucket[i] = 0;
   for (int r = 0; r < ranks; ++r) {
-    const std::uint16_t* wire = gathered_.data() + r * count_;
+    const std::uint16_t* wire = gathered + r * count_;
     if (bfloat16_) {
       for (std::size_t i = 0; i < count_; ++i) bucket[i] += Bfloat16ToFloat(wire[i]);
     } else {

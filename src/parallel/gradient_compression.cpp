@@ -1,5 +1,6 @@
 #include "doppio/parallel/gradient_compression.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -66,6 +67,46 @@ void BucketCompressor<Dtype>::Wait() {
 }
 
 template <typename Dtype>
+void BucketCompressor<Dtype>::Begin(Communicator* comm) {
+  handles_.clear();
+  bytes_sent_ = 0;
+  comm_ = comm;
+}
+
+template <typename Dtype>
+std::vector<Dtype> BucketCompressor<Dtype>::residual() {
+  return BlobValues(&residual_);
+}
+
+template <typename Dtype>
+void BucketCompressor<Dtype>::set_residual(const std::vector<Dtype>& values) {
+  SetBlobValues(values, &residual_);
+}
+
+template <typename Dtype>
+Dtype* BucketCompressor<Dtype>::mutable_residual() {
+#ifdef DOPPIO_WITH_CUDA
+  if (gpu_) return residual_.mutable_gpu_data(*gpu_);
+#endif
+  return residual_.mutable_cpu_data();
+}
+
+template <typename Dtype>
+std::vector<Dtype> BlobValues(Blob<Dtype>* blob) {
+  if (blob->count() == 0) return {};
+  const Dtype* values = blob->cpu_data();
+  return std::vector<Dtype>(values, values + blob->count());
+}
+
+template <typename Dtype>
+void SetBlobValues(const std::vector<Dtype>& values, Blob<Dtype>* blob) {
+  DOPPIO_ENSURE(values.size() == static_cast<std::size_t>(blob->count()))
+      << values.size() << " values for a buffer of " << blob->count();
+  if (values.empty()) return;
+  std::copy(values.begin(), values.end(), blob->mutable_cpu_data());
+}
+
+template <typename Dtype>
 void BucketCompressor<Dtype>::Issued(CommHandle handle, std::size_t bytes) {
   handles_.push_back(std::move(handle));
   bytes_sent_ += bytes;
@@ -74,16 +115,16 @@ void BucketCompressor<Dtype>::Issued(CommHandle handle, std::size_t bytes) {
 template <typename Dtype>
 std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
     const GradCompression& spec, std::size_t count, const std::vector<BucketParam>& params,
-    std::uint64_t seed) {
+    std::uint64_t seed, GpuContext* gpu) {
   switch (spec.method) {
     case GradCompression::Method::kFp16:
     case GradCompression::Method::kBf16:
-      return std::make_unique<CastCompressor<Dtype>>(count,
-                                                     spec.method == GradCompression::Method::kBf16);
+      return std::make_unique<CastCompressor<Dtype>>(
+          count, spec.method == GradCompression::Method::kBf16, gpu);
     case GradCompression::Method::kTopK:
-      return std::make_unique<TopKCompressor<Dtype>>(count, spec.fraction);
+      return std::make_unique<TopKCompressor<Dtype>>(count, spec.fraction, gpu);
     case GradCompression::Method::kPowerSgd:
-      return std::make_unique<PowerSgdCompressor<Dtype>>(count, params, spec.rank, seed);
+      return std::make_unique<PowerSgdCompressor<Dtype>>(count, params, spec.rank, seed, gpu);
     case GradCompression::Method::kNone:
       break;
   }
@@ -91,9 +132,15 @@ std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
 }
 
 DOPPIO_INSTANTIATE_CLASS(BucketCompressor);
+template std::vector<float> BlobValues(Blob<float>*);
+template std::vector<double> BlobValues(Blob<double>*);
+template void SetBlobValues(const std::vector<float>&, Blob<float>*);
+template void SetBlobValues(const std::vector<double>&, Blob<double>*);
 template std::unique_ptr<BucketCompressor<float>> MakeBucketCompressor(
-    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t);
+    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t,
+    GpuContext*);
 template std::unique_ptr<BucketCompressor<double>> MakeBucketCompressor(
-    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t);
+    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t,
+    GpuContext*);
 
 }  // namespace doppio

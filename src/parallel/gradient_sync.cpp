@@ -174,10 +174,6 @@ GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode 
       << "--grad_compression=" << compression_.text
       << " is lossy and --sync=reduce_bcast reduces the exact gradients to rank 0: use "
          "--sync=overlap or --sync=blocking with it, or --grad_compression=none";
-  DOPPIO_ENSURE(!compression_.active() || !net->gpu_context())
-      << "--grad_compression=" << compression_.text
-      << " compresses gradients in host memory; it is not available with --gpu (use "
-         "--grad_compression=none)";
   DOPPIO_ENSURE(compression_start_iter >= 0)
       << "--compression_start_iter must be >= 0, not " << compression_start_iter;
   buckets_ = PlanBucketsForMb(*net, bucket_mb);
@@ -205,7 +201,8 @@ GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode 
       }
       // The same seed on every rank: PowerSGD's ranks start from the same Q.
       compressors_.push_back(MakeBucketCompressor<Dtype>(compression_, buckets_[b].count,
-                                                         bucket_params, DeriveSeed(1701, b)));
+                                                         bucket_params, DeriveSeed(1701, b),
+                                                         net->gpu_context().get()));
     }
   }
   pending_.assign(buckets_.size(), 0);
@@ -265,7 +262,7 @@ template <typename Dtype>
 std::vector<Dtype> GradientSync<Dtype>::CompressionResidual() const {
   std::vector<Dtype> values;
   for (const auto& compressor : compressors_) {
-    const std::vector<Dtype>& residual = compressor->residual();
+    const std::vector<Dtype> residual = compressor->residual();
     values.insert(values.end(), residual.begin(), residual.end());
   }
   return values;
@@ -275,9 +272,8 @@ template <typename Dtype>
 std::vector<Dtype> GradientSync<Dtype>::CompressionShared() const {
   std::vector<Dtype> values;
   for (const auto& compressor : compressors_) {
-    if (const std::vector<Dtype>* shared = compressor->shared_state()) {
-      values.insert(values.end(), shared->begin(), shared->end());
-    }
+    const std::vector<Dtype> shared = compressor->shared_state();
+    values.insert(values.end(), shared.begin(), shared.end());
   }
   return values;
 }
@@ -289,9 +285,9 @@ void GradientSync<Dtype>::SetCompressionResidual(const std::vector<Dtype>& value
       << " residual values for buckets that hold " << CompressionResidual().size();
   auto next = values.begin();
   for (const auto& compressor : compressors_) {
-    std::vector<Dtype>& residual = compressor->residual();
-    std::copy(next, next + residual.size(), residual.begin());
-    next += residual.size();
+    const std::size_t size = compressor->residual().size();
+    compressor->set_residual(std::vector<Dtype>(next, next + size));
+    next += size;
   }
 }
 
@@ -302,10 +298,9 @@ void GradientSync<Dtype>::SetCompressionShared(const std::vector<Dtype>& values)
       << " values of shared state for buckets that hold " << CompressionShared().size();
   auto next = values.begin();
   for (const auto& compressor : compressors_) {
-    if (std::vector<Dtype>* shared = compressor->shared_state()) {
-      std::copy(next, next + shared->size(), shared->begin());
-      next += shared->size();
-    }
+    const std::size_t size = compressor->shared_state().size();
+    compressor->set_shared_state(std::vector<Dtype>(next, next + size));
+    next += size;
   }
 }
 

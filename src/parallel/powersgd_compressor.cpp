@@ -5,16 +5,32 @@
 #include <limits>
 
 #include "doppio/core/common.hpp"
+#include "doppio/core/device_math.hpp"
+#include "doppio/device/gpu_math.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/rng.hpp"
 
 namespace doppio {
 
+namespace {
+
+// cpu_gemm, or gpu_gemm on `gpu`'s compute stream.
+template <typename Dtype>
+void Gemm(GpuContext* gpu, Trans trans_a, Trans trans_b, int m, int n, int k, const Dtype* a,
+          const Dtype* b, Dtype* c) {
+#ifdef DOPPIO_WITH_CUDA
+  if (gpu) return gpu_gemm(*gpu, trans_a, trans_b, m, n, k, Dtype(1), a, b, Dtype(0), c);
+#endif
+  cpu_gemm(trans_a, trans_b, m, n, k, Dtype(1), a, b, Dtype(0), c);
+}
+
+}  // namespace
+
 template <typename Dtype>
 PowerSgdCompressor<Dtype>::PowerSgdCompressor(std::size_t count,
                                               const std::vector<BucketParam>& params, int rank,
-                                              std::uint64_t seed)
-    : count_(count) {
+                                              std::uint64_t seed, GpuContext* gpu)
+    : BucketCompressor<Dtype>(gpu), count_(count) {
   std::size_t p_size = 0, q_size = 0;
   for (const BucketParam& param : params) {
     const std::size_t cols = param.rows > 0 ? param.count / param.rows : 0;
@@ -34,12 +50,30 @@ PowerSgdCompressor<Dtype>::PowerSgdCompressor(std::size_t count,
     q_size += static_cast<std::size_t>(matrix.cols) * matrix.rank;
     matrices_.push_back(matrix);
   }
-  p_.assign(p_size + plain_count_, Dtype(0));
-  // Every rank starts from the same random Q.
-  q_.resize(q_size);
+  p_.Reshape({static_cast<int>(p_size + plain_count_)});
+  // Every rank starts from the same random Q (drawn on the host, on a GPU too).
+  q_.Reshape({static_cast<int>(q_size)});
   Rng rng(seed);
-  for (Dtype& value : q_) value = static_cast<Dtype>(rng.Gaussian(0, 1));
-  this->residual_.assign(count, Dtype(0));
+  std::vector<Dtype> q(q_size);
+  for (Dtype& value : q) value = static_cast<Dtype>(rng.Gaussian(0, 1));
+  SetBlobValues(q, &q_);
+  this->residual_.Reshape({static_cast<int>(count)});
+}
+
+template <typename Dtype>
+Dtype* PowerSgdCompressor<Dtype>::P() {
+#ifdef DOPPIO_WITH_CUDA
+  if (this->gpu_) return p_.mutable_gpu_data(*this->gpu_);
+#endif
+  return p_.mutable_cpu_data();
+}
+
+template <typename Dtype>
+Dtype* PowerSgdCompressor<Dtype>::Q() {
+#ifdef DOPPIO_WITH_CUDA
+  if (this->gpu_) return q_.mutable_gpu_data(*this->gpu_);
+#endif
+  return q_.mutable_cpu_data();
 }
 
 template <typename Dtype>
@@ -70,63 +104,87 @@ void PowerSgdCompressor<Dtype>::Orthogonalise(Dtype* matrix, int rows, int cols)
 
 template <typename Dtype>
 void PowerSgdCompressor<Dtype>::Start(Dtype* bucket, Communicator* comm, const std::string& label) {
-  this->handles_.clear();
-  this->bytes_sent_ = 0;
-  this->comm_ = comm;
+  this->Begin(comm);
   label_ = label;
-  Dtype* residual = this->residual_.data();
-  // The residual becomes M, the gradient plus what is still owed, until Decompress.
-  for (const Matrix& matrix : matrices_) {
-    const std::size_t size = static_cast<std::size_t>(matrix.rows) * matrix.cols;
-    cpu_axpy(static_cast<int>(size), Dtype(1), bucket + matrix.offset, residual + matrix.offset);
-    // P = M Q
-    cpu_gemm(Trans::kNo, Trans::kNo, matrix.rows, matrix.rank, matrix.cols, Dtype(1),
-             residual + matrix.offset, q_.data() + matrix.q_offset, Dtype(0),
-             p_.data() + matrix.p_offset);
-  }
-  Dtype* plain = p_.data() + (p_.size() - plain_count_);
-  for (const auto& [offset, count] : plain_) {
-    std::copy(bucket + offset, bucket + offset + count, plain);
-    plain += count;
-  }
-  this->Issued(comm->IAllreduce(p_.data(), p_.size(), CommTypeOf<Dtype>(), ReduceOp::kSum,
-                                MemoryKind::kHost, label + " (P)"),
-               p_.size() * sizeof(Dtype));
+  Project(bucket);
+  this->Issued(comm->IAllreduce(P(), p_.count(), CommTypeOf<Dtype>(), ReduceOp::kSum, where(),
+                                label + " (P)"),
+               p_.count() * sizeof(Dtype));
 }
 
 template <typename Dtype>
 void PowerSgdCompressor<Dtype>::Continue() {
   this->Wait();
-  const Dtype* residual = this->residual_.data();
-  for (const Matrix& matrix : matrices_) {
-    Dtype* p = p_.data() + matrix.p_offset;
-    Orthogonalise(p, matrix.rows, matrix.rank);
-    // Q = M^T P
-    cpu_gemm(Trans::kYes, Trans::kNo, matrix.cols, matrix.rank, matrix.rows, Dtype(1),
-             residual + matrix.offset, p, Dtype(0), q_.data() + matrix.q_offset);
-  }
-  if (q_.empty()) return;
-  this->Issued(this->comm_->IAllreduce(q_.data(), q_.size(), CommTypeOf<Dtype>(), ReduceOp::kSum,
-                                       MemoryKind::kHost, label_ + " (Q)"),
-               q_.size() * sizeof(Dtype));
+  // The summed P is in device memory; with NCCL the compute stream must wait for it.
+  if (this->gpu_) this->comm_->JoinDeviceWork();
+  ProjectBack();
+  if (q_.count() == 0) return;
+  this->Issued(this->comm_->IAllreduce(Q(), q_.count(), CommTypeOf<Dtype>(), ReduceOp::kSum,
+                                       where(), label_ + " (Q)"),
+               q_.count() * sizeof(Dtype));
 }
 
 template <typename Dtype>
 void PowerSgdCompressor<Dtype>::Decompress(Dtype* bucket) {
-  Dtype* residual = this->residual_.data();
+  if (this->gpu_) this->comm_->JoinDeviceWork();
+  Reconstruct(bucket);
+}
+
+template <typename Dtype>
+void PowerSgdCompressor<Dtype>::Project(const Dtype* bucket) {
+  const DeviceMath<Dtype> math(this->gpu_);
+  Dtype* residual = this->mutable_residual();
+  Dtype* p = P();
+  const Dtype* q = Q();
+  // The residual becomes M, the gradient plus what is still owed, until Reconstruct.
+  for (const Matrix& matrix : matrices_) {
+    const int size = matrix.rows * matrix.cols;
+    math.axpy(size, Dtype(1), bucket + matrix.offset, residual + matrix.offset);
+    // P = M Q
+    Gemm(this->gpu_, Trans::kNo, Trans::kNo, matrix.rows, matrix.rank, matrix.cols,
+         residual + matrix.offset, q + matrix.q_offset, p + matrix.p_offset);
+  }
+  Dtype* plain = p + (p_.count() - plain_count_);
+  for (const auto& [offset, count] : plain_) {
+    math.copy(static_cast<int>(count), bucket + offset, plain);
+    plain += count;
+  }
+}
+
+template <typename Dtype>
+void PowerSgdCompressor<Dtype>::ProjectBack() {
+  const Dtype* residual = this->mutable_residual();
+  Dtype* p = P();
+  Dtype* q = Q();
+  for (const Matrix& matrix : matrices_) {
+    Dtype* p_matrix = p + matrix.p_offset;
+#ifdef DOPPIO_WITH_CUDA
+    if (this->gpu_) Orthogonalise_gpu(*this->gpu_, p_matrix, matrix.rows, matrix.rank);
+#endif
+    if (!this->gpu_) Orthogonalise(p_matrix, matrix.rows, matrix.rank);
+    // Q = M^T P
+    Gemm(this->gpu_, Trans::kYes, Trans::kNo, matrix.cols, matrix.rank, matrix.rows,
+         residual + matrix.offset, p_matrix, q + matrix.q_offset);
+  }
+}
+
+template <typename Dtype>
+void PowerSgdCompressor<Dtype>::Reconstruct(Dtype* bucket) {
+  const DeviceMath<Dtype> math(this->gpu_);
+  Dtype* residual = this->mutable_residual();
+  const Dtype* p = P();
+  const Dtype* q = Q();
   const Dtype mean = Dtype(1) / this->comm_->size();
   for (const Matrix& matrix : matrices_) {
-    const std::size_t size = static_cast<std::size_t>(matrix.rows) * matrix.cols;
     // The sum over ranks of the approximations: P (Q summed)^T.
-    cpu_gemm(Trans::kNo, Trans::kYes, matrix.rows, matrix.cols, matrix.rank, Dtype(1),
-             p_.data() + matrix.p_offset, q_.data() + matrix.q_offset, Dtype(0),
-             bucket + matrix.offset);
+    Gemm(this->gpu_, Trans::kNo, Trans::kYes, matrix.rows, matrix.cols, matrix.rank,
+         p + matrix.p_offset, q + matrix.q_offset, bucket + matrix.offset);
     // What the mean approximation left out of this rank's M.
-    cpu_axpy(static_cast<int>(size), -mean, bucket + matrix.offset, residual + matrix.offset);
+    math.axpy(matrix.rows * matrix.cols, -mean, bucket + matrix.offset, residual + matrix.offset);
   }
-  const Dtype* plain = p_.data() + (p_.size() - plain_count_);
+  const Dtype* plain = p + (p_.count() - plain_count_);
   for (const auto& [offset, count] : plain_) {
-    std::copy(plain, plain + count, bucket + offset);
+    math.copy(static_cast<int>(count), plain, bucket + offset);
     plain += count;
   }
 }

@@ -8,55 +8,81 @@
 
 namespace doppio {
 
-template <typename Dtype>
-TopKCompressor<Dtype>::TopKCompressor(std::size_t count, double fraction) : count_(count) {
+namespace {
+
+// ceil(fraction x count), at least 1; Error for a bucket that 32-bit indices cannot address.
+std::size_t EntriesSent(std::size_t count, double fraction) {
   DOPPIO_ENSURE(count <= static_cast<std::size_t>(INT32_MAX))
       << "--grad_compression=topk: a bucket of " << count
       << " gradients is too large for 32-bit indices; lower --bucket_mb";
-  k_ = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(count)));
-  k_ = std::min(count, std::max<std::size_t>(k_, 1));
-  this->residual_.assign(count, Dtype(0));
-  order_.resize(count);
-  wire_.resize(k_ * (sizeof(std::int32_t) + sizeof(Dtype)));
+  const auto k = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(count)));
+  return std::min(count, std::max<std::size_t>(k, 1));
+}
+
+}  // namespace
+
+template <typename Dtype>
+TopKCompressor<Dtype>::TopKCompressor(std::size_t count, double fraction, GpuContext* gpu)
+    : BucketCompressor<Dtype>(gpu),
+      count_(count),
+      k_(EntriesSent(count, fraction)),
+      wire_(k_ * (sizeof(std::int32_t) + sizeof(Dtype))) {
+  this->residual_.Reshape({static_cast<int>(count)});
+  if (!gpu) order_.resize(count);
 }
 
 template <typename Dtype>
 void TopKCompressor<Dtype>::Start(Dtype* bucket, Communicator* comm, const std::string& label) {
-  this->handles_.clear();
-  this->bytes_sent_ = 0;
-  this->comm_ = comm;
-  Dtype* residual = this->residual_.data();
-  // The gradient the rank would send without compression, plus what it still owes.
-  for (std::size_t i = 0; i < count_; ++i) residual[i] += bucket[i];
-  for (std::size_t i = 0; i < count_; ++i) order_[i] = static_cast<std::int32_t>(i);
-  // Largest magnitude first; equal magnitudes by index, so that the choice is reproducible.
-  auto larger = [residual](std::int32_t a, std::int32_t b) {
-    const Dtype x = std::abs(residual[a]), y = std::abs(residual[b]);
-    return x > y || (x == y && a < b);
-  };
-  if (k_ < count_) std::nth_element(order_.begin(), order_.begin() + k_, order_.end(), larger);
-  std::sort(order_.begin(), order_.begin() + k_);
-  auto* indices = reinterpret_cast<std::int32_t*>(wire_.data());
-  auto* values = reinterpret_cast<Dtype*>(wire_.data() + k_ * sizeof(std::int32_t));
-  for (std::size_t j = 0; j < k_; ++j) {
-    const std::int32_t index = order_[j];
-    indices[j] = index;
-    values[j] = residual[index];
-    // Sent: no longer owed.
-    residual[index] = 0;
+  this->Begin(comm);
+  const std::size_t bytes = wire_.size();
+  if (!gathered_ || gathered_->size() != bytes * comm->size()) {
+    gathered_ = std::make_unique<SyncedMemory>(bytes * comm->size());
   }
-  gathered_.resize(wire_.size() * comm->size());
-  this->Issued(
-      comm->IAllgather(wire_.data(), gathered_.data(), wire_.size(), CommType::kByte, label),
-      wire_.size());
+#ifdef DOPPIO_WITH_CUDA
+  if (this->gpu_) Select_gpu(bucket, static_cast<char*>(wire_.mutable_gpu_data(*this->gpu_)));
+#endif
+  if (!this->gpu_) {
+    Dtype* residual = this->mutable_residual();
+    // The gradient the rank would send without compression, plus what it still owes.
+    for (std::size_t i = 0; i < count_; ++i) residual[i] += bucket[i];
+    for (std::size_t i = 0; i < count_; ++i) order_[i] = static_cast<std::int32_t>(i);
+    // Largest magnitude first; equal magnitudes by index, so that the choice is reproducible.
+    auto larger = [residual](std::int32_t a, std::int32_t b) {
+      const Dtype x = std::abs(residual[a]), y = std::abs(residual[b]);
+      return x > y || (x == y && a < b);
+    };
+    if (k_ < count_) std::nth_element(order_.begin(), order_.begin() + k_, order_.end(), larger);
+    std::sort(order_.begin(), order_.begin() + k_);
+    char* message = static_cast<char*>(wire_.mutable_cpu_data());
+    auto* indices = reinterpret_cast<std::int32_t*>(message);
+    auto* values = reinterpret_cast<Dtype*>(message + k_ * sizeof(std::int32_t));
+    for (std::size_t j = 0; j < k_; ++j) {
+      const std::int32_t index = order_[j];
+      indices[j] = index;
+      values[j] = residual[index];
+      // Sent: no longer owed.
+      residual[index] = 0;
+    }
+  }
+  // On a GPU, cpu_data copies the message to the host once the kernels are done.
+  this->Issued(comm->IAllgather(wire_.cpu_data(), gathered_->mutable_cpu_data(), bytes,
+                                CommType::kByte, label),
+               bytes);
 }
 
 template <typename Dtype>
 void TopKCompressor<Dtype>::Decompress(Dtype* bucket) {
-  std::fill(bucket, bucket + count_, Dtype(0));
   const int ranks = this->comm_->size();
+#ifdef DOPPIO_WITH_CUDA
+  if (this->gpu_) {
+    Sum_gpu(static_cast<const char*>(gathered_->gpu_data(*this->gpu_)), ranks, bucket);
+    return;
+  }
+#endif
+  std::fill(bucket, bucket + count_, Dtype(0));
+  const char* gathered = static_cast<const char*>(gathered_->cpu_data());
   for (int r = 0; r < ranks; ++r) {
-    const char* message = gathered_.data() + r * wire_.size();
+    const char* message = gathered + r * wire_.size();
     std::int32_t index;
     Dtype value;
     for (std::size_t j = 0; j < k_; ++j) {

@@ -95,7 +95,7 @@ TEST(CompressionTest, PowerSgdOfFullRankEqualsTheAllreduce) {
     EXPECT_NEAR(bucket[i], exact[i], 2e-5 + 2e-5 * std::fabs(exact[i])) << i;
   }
   // The ranks' Q is the same.
-  std::vector<float> q = *compressor.shared_state();
+  std::vector<float> q = compressor.shared_state();
   const std::vector<float> sum = Allreduced(q);
   for (std::size_t i = 0; i < q.size(); ++i) EXPECT_EQ(sum[i], q[i] * World()->size());
 }

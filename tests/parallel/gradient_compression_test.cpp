@@ -220,7 +220,7 @@ TEST(GradCompressionTest, OrthogonaliseMakesOrthonormalColumns) {
   for (int r = 0; r < 3; ++r) EXPECT_NEAR(dependent[r * 2 + 1], 0.f, 1e-3);
 }
 
-TEST(GradCompressionTest, ReduceBroadcastAndTheGpuRefuseALossyMethod) {
+TEST(GradCompressionTest, ReduceBroadcastAndANegativeStartIterAreRefused) {
   NetParameter param = ParseText<NetParameter>(
       "name: 'n' state { phase: TRAIN } "
       "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 2 dim: 3 } } } "

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "doppio/core/blob.hpp"
+#include "doppio/device/gpu_context.hpp"
 #include "doppio/parallel/communicator.hpp"
 
 namespace doppio {
@@ -48,8 +50,15 @@ struct BucketParam {
 //               the others do nothing;
 //   Wait:       waits for the last collective;
 //   Decompress: writes the sum into the bucket.
-// Host memory; the bucket must stay untouched between Start and Decompress. Every rank
-// issues the same collectives in the same order.
+// The bucket must stay untouched between Start and Decompress. Every rank issues the same
+// collectives in the same order.
+//
+// Given a GpuContext the bucket is in that GPU's memory and the compressor's kernels (the
+// .cu twin of each compressor, the same algorithm) run on its compute stream: allgathers go
+// through host memory (the packed bucket is copied to the host after the kernels that
+// write it), PowerSGD's allreduces take the device buffers as they are (the communicator
+// stages them or hands them to NCCL). The state (residual, shared state) lives where the
+// compressor computes; the accessors copy it to and from the host.
 template <typename Dtype>
 class BucketCompressor {
  public:
@@ -64,23 +73,40 @@ class BucketCompressor {
   std::size_t bytes_sent() const { return bytes_sent_; }
 
   // Error feedback: what this rank has not sent yet (empty for methods without).
-  std::vector<Dtype>& residual() { return residual_; }
+  std::vector<Dtype> residual();
+  // `values` must have the length residual() has.
+  void set_residual(const std::vector<Dtype>& values);
   // State the ranks share (PowerSGD's Q), empty for methods without.
-  virtual std::vector<Dtype>* shared_state() { return nullptr; }
+  virtual std::vector<Dtype> shared_state() { return {}; }
+  virtual void set_shared_state(const std::vector<Dtype>& values) {}
 
  protected:
+  // gpu null: host memory.
+  explicit BucketCompressor(GpuContext* gpu) : gpu_(gpu) {}
+  // Forgets the last iteration's collectives; the next are issued on `comm`.
+  void Begin(Communicator* comm);
   void Issued(CommHandle handle, std::size_t bytes);
+  // The residual where the compressor computes: in host memory or on its GPU.
+  Dtype* mutable_residual();
+  GpuContext* gpu_;
   std::vector<CommHandle> handles_;
   std::size_t bytes_sent_ = 0;
-  std::vector<Dtype> residual_;
+  // One axis of the bucket's length (none for methods without error feedback).
+  Blob<Dtype> residual_;
   Communicator* comm_ = nullptr;
 };
 
+// A buffer's host copy as a vector, and the reverse (Blob's side of the copy is lazy).
+template <typename Dtype>
+std::vector<Dtype> BlobValues(Blob<Dtype>* blob);
+template <typename Dtype>
+void SetBlobValues(const std::vector<Dtype>& values, Blob<Dtype>* blob);
+
 // The compressor of `spec` for a bucket of `count` elements made of `params`; `seed` (the
-// same on every rank) starts PowerSGD's Q.
+// same on every rank) starts PowerSGD's Q. `gpu`: the bucket is in its memory (null: host).
 template <typename Dtype>
 std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
     const GradCompression& spec, std::size_t count, const std::vector<BucketParam>& params,
-    std::uint64_t seed);
+    std::uint64_t seed, GpuContext* gpu = nullptr);
 
 }  // namespace doppio

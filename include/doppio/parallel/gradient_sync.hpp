@@ -70,12 +70,15 @@ struct SyncStats {
 // then measured against the kernels' end, not against the moment they were queued.
 //
 // With a compression method (--grad_compression, gradient_compression.hpp) each bucket is
-// exchanged by its BucketCompressor instead of an allreduce, on the host: compressed when
-// it is launched, its second collective (PowerSGD) issued and every bucket decompressed in
-// FinishGradients, in the launch order; the sum then replaces the bucket as an allreduce's
-// would. Before `compression_start_iter` the buckets go uncompressed. With iter_size > 1 the
-// accumulated gradient is compressed once. The lossy sum is not what rank 0 alone could
-// reduce and broadcast, so reduce_bcast refuses compression.
+// exchanged by its BucketCompressor instead of an allreduce, where the arena is (in GPU mode
+// by the compressors' kernels on the GPU): compressed when it is launched, its second
+// collective (PowerSGD) issued and every bucket decompressed in FinishGradients, in the
+// launch order; the sum then replaces the bucket as an allreduce's would. The codec's spans
+// are host time: on a GPU, queueing the kernels and (fp16, bf16, topk) waiting for the
+// packed bucket's copy to the host. Before `compression_start_iter` the buckets go
+// uncompressed. With iter_size > 1 the accumulated gradient is compressed once. The lossy
+// sum is not what rank 0 alone could reduce and broadcast, so reduce_bcast refuses
+// compression.
 //
 // The bucket layout is a function of the net and the options only, so it is the same on
 // every rank; LayoutHash lets the ranks check that before training.
@@ -83,7 +86,7 @@ template <typename Dtype>
 class GradientSync {
  public:
   // Throws Error naming --grad_compression and --sync for a compression method with
-  // reduce_bcast, and for one on the GPU path.
+  // reduce_bcast.
   GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode mode, double bucket_mb, int iter_size,
                Timeline* timeline = nullptr, GradCompression compression = GradCompression(),
                int compression_start_iter = 0);

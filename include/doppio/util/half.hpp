@@ -6,23 +6,29 @@
 namespace doppio {
 
 // IEEE 754 binary16 and bfloat16 as bit patterns, converted from and to float with
-// round-to-nearest-even (what a GPU's conversion instructions do), so that the host's
-// packing of gradients for the wire matches the device's.
+// round-to-nearest-even (what a GPU's conversion instructions do). The same functions run in
+// device code (a .cu file compiled by nvcc sees them as __host__ __device__), so that the
+// device's packing of gradients for the wire is the host's, bit for bit.
+#ifdef __CUDACC__
+#define DOPPIO_HOST_DEVICE __host__ __device__
+#else
+#define DOPPIO_HOST_DEVICE
+#endif
 
-inline std::uint32_t FloatBits(float value) {
+DOPPIO_HOST_DEVICE inline std::uint32_t FloatBits(float value) {
   std::uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
   return bits;
 }
 
-inline float BitsFloat(std::uint32_t bits) {
+DOPPIO_HOST_DEVICE inline float BitsFloat(std::uint32_t bits) {
   float value;
   std::memcpy(&value, &bits, sizeof(value));
   return value;
 }
 
 // Values beyond binary16's range (65504) become infinities, as a cast does.
-inline std::uint16_t FloatToHalf(float value) {
+DOPPIO_HOST_DEVICE inline std::uint16_t FloatToHalf(float value) {
   const std::uint32_t bits = FloatBits(value);
   const std::uint32_t sign = (bits >> 16) & 0x8000u;
   const std::uint32_t magnitude = bits & 0x7fffffffu;
@@ -49,7 +55,7 @@ inline std::uint16_t FloatToHalf(float value) {
   return static_cast<std::uint16_t>(sign | half);
 }
 
-inline float HalfToFloat(std::uint16_t half) {
+DOPPIO_HOST_DEVICE inline float HalfToFloat(std::uint16_t half) {
   const std::uint32_t sign = static_cast<std::uint32_t>(half & 0x8000u) << 16;
   const std::uint32_t exponent = (half >> 10) & 0x1fu;
   const std::uint32_t mantissa = half & 0x3ffu;
@@ -60,7 +66,7 @@ inline float HalfToFloat(std::uint16_t half) {
   return sign ? -magnitude : magnitude;
 }
 
-inline std::uint16_t FloatToBfloat16(float value) {
+DOPPIO_HOST_DEVICE inline std::uint16_t FloatToBfloat16(float value) {
   const std::uint32_t bits = FloatBits(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u) {
     return static_cast<std::uint16_t>((bits >> 16) | 0x40u);  // NaN stays NaN
@@ -68,7 +74,7 @@ inline std::uint16_t FloatToBfloat16(float value) {
   return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
-inline float Bfloat16ToFloat(std::uint16_t value) {
+DOPPIO_HOST_DEVICE inline float Bfloat16ToFloat(std::uint16_t value) {
   return BitsFloat(static_cast<std::uint32_t>(value) << 16);
 }
 
