@@ -13,8 +13,15 @@ Doppio runs twice, once on each CPU engine (`doppio time --engine=CAFFE`: its ow
 im2col + OpenBLAS kernels; `--engine=ONEDNN`: every layer oneDNN can run on oneDNN,
 the rest on CAFFE). The three take turns, in a rotating order, for several rounds,
 because timings on a shared machine vary by +-20%; each keeps its best. The peak
-resident memory of each Doppio run is reported too. Run with /usr/bin/python3, which
-has PyTorch:
+resident memory of each Doppio run is reported too, and the fraction of the cores'
+peak FLOP/s each run reaches: the FLOPs of one iteration are counted from the net
+(its convolutions and inner products, the twin's nn.Conv2d and nn.Linear: forward,
+backward data except below the first convolution, backward weights; 2 FLOPs per
+multiply-add), and the peak is the best rate of a 1024^3 float GEMM (a 1x1
+convolution through PyTorch's oneDNN) on T threads, measured before, during (once per
+job and round) and after the rounds: a lower bound of the core's peak, as good as the
+quietest moment the run had. Run with
+/usr/bin/python3, which has PyTorch:
 
     /usr/bin/python3 bench/cpu_forward_backward.py
     /usr/bin/python3 bench/cpu_forward_backward.py --nets=lenet,alexnet --threads=1,2 --rounds=5
@@ -261,6 +268,51 @@ class TorchBench:
             self.cache[key] = (model, x, y)
         return self.cache[key]
 
+    def flops(self, net, batch):
+        """FLOPs of one training iteration, counted from the net's convolutions and
+        inner products: the forward pass, the weight gradients (as many again) and the
+        data gradients (as many again, except the first convolution's: the data takes
+        none). Pooling, LRN, BatchNorm, ReLU and the losses are left out (a few percent,
+        and memory-bound)."""
+        torch = self.torch
+        model, x, _ = self.setup(net, batch)
+        counts = []
+
+        def hook(module, inputs, output):
+            if isinstance(module, torch.nn.Conv2d):
+                per_output = module.in_channels // module.groups * \
+                    module.kernel_size[0] * module.kernel_size[1]
+            else:
+                per_output = module.in_features
+            counts.append(2 * output.numel() * per_output)
+
+        handles = [m.register_forward_hook(hook) for m in model.modules()
+                   if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+        with torch.no_grad():
+            model(x)
+        for h in handles:
+            h.remove()
+        return 3 * sum(counts) - counts[0]
+
+    def peak_gflops(self, threads, repeats=5):
+        """Best GFLOP/s of a 1x1 convolution of 1024 to 1024 channels over 32x32 (a
+        1024^3 float GEMM) on `threads` threads, through PyTorch's oneDNN: its AVX-512
+        kernels (Debian's torch.mm is OpenBLAS's, which does not use them here)."""
+        torch = self.torch
+        F = torch.nn.functional
+        torch.set_num_threads(threads)
+        n = 1024
+        x, w = torch.randn(1, n, 32, 32), torch.randn(n, n, 1, 1)
+        with torch.no_grad():
+            F.conv2d(x, w)
+            best = 0.0
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                for _ in range(4):
+                    F.conv2d(x, w)
+                best = max(best, 4 * 2.0 * n ** 3 / (time.perf_counter() - t0) / 1e9)
+        return best
+
     def parameters(self, net, batch):
         model, _, _ = self.setup(net, batch)
         return sum(p.numel() for p in model.parameters())
@@ -422,12 +474,17 @@ def main(argv=None):
     print("# %d round(s); PyTorch: %d warm-up + best of %d x N iterations; "
           "doppio (each engine): best of one `doppio time` run of N iterations per round"
           % (args.rounds, args.warmup, args.repeats))
+    flops = {}
     for net in args.net_list:
         batch = args.batch or NETS[net]["batch"]
-        print("# %-13s batch %3d, input %s, N=%d, %s parameters" % (
-            net, batch, "x".join(map(str, NETS[net]["shape"])),
-            args.iterations or NETS[net]["iterations"],
-            format(torch_bench.parameters(net, batch), ",")))
+        flops[net] = torch_bench.flops(net, batch)
+        print("# %-13s batch %3d, input %s, N=%d, %s parameters, %.2f GFLOP per iteration"
+              % (net, batch, "x".join(map(str, NETS[net]["shape"])),
+                 args.iterations or NETS[net]["iterations"],
+                 format(torch_bench.parameters(net, batch), ","), flops[net] / 1e9))
+    gemm_peak = {t: torch_bench.peak_gflops(t) for t in args.thread_list}
+    print("# GEMM peak before the rounds: %s" % ", ".join(
+        "T=%d %.1f GFLOP/s" % (t, gemm_peak[t]) for t in args.thread_list))
     sys.stdout.flush()
 
     frameworks = ["pytorch"] if args.pytorch_only else ["CAFFE", "ONEDNN", "pytorch"]
@@ -438,6 +495,9 @@ def main(argv=None):
         for i, job in enumerate(jobs):
             net, batch, threads, iters = job
             rec = best[job]
+            # The peak takes its turn too, so that it gets as many chances at a quiet moment
+            # as the nets do.
+            gemm_peak[threads] = max(gemm_peak[threads], torch_bench.peak_gflops(threads, 2))
             shift = (r + i) % len(frameworks)
             for fw in frameworks[shift:] + frameworks[:shift]:
                 if fw == "pytorch":
@@ -464,13 +524,24 @@ def main(argv=None):
                       % (r + 1, net, batch, threads, fw, ms, note))
                 sys.stdout.flush()
 
+    for t in args.thread_list:
+        gemm_peak[t] = max(gemm_peak[t], torch_bench.peak_gflops(t))
+    print("# GEMM peak, best of before, during and after the rounds: %s" % ", ".join(
+        "T=%d %.1f GFLOP/s" % (t, gemm_peak[t]) for t in args.thread_list))
+
     def ratio(a, b):
         return a / b if a is not None and b else None
 
+    def of_peak(ms, net, threads):
+        """The percentage of the GEMM peak at `threads` an iteration of `ms` reaches."""
+        if ms is None:
+            return None
+        return 100.0 * flops[net] / (ms / 1000.0) / 1e9 / gemm_peak[threads]
+
     print()
-    header = "%-14s %5s %7s %10s %10s %11s %14s %14s %12s" % (
+    header = "%-14s %5s %7s %10s %10s %11s %14s %14s %12s %16s" % (
         "net", "batch", "threads", "caffe ms", "onednn ms", "pytorch ms",
-        "onednn/pytorch", "caffe/pytorch", "peak MiB c/o")
+        "onednn/pytorch", "caffe/pytorch", "peak MiB c/o", "% GEMM peak c/o/p")
     print(header)
     print("-" * len(header))
     failed = False
@@ -482,9 +553,10 @@ def main(argv=None):
         if not args.pytorch_only and (c is None or o is None):
             failed = True
         peaks = [detail[job].get(e, (None, None, None))[2] for e in ENGINES]
-        print("%-14s %5d %7d %10s %10s %11s %14s %14s %12s" % (
+        print("%-14s %5d %7d %10s %10s %11s %14s %14s %12s %16s" % (
             net, batch, threads, fmt(c), fmt(o), fmt(p), fmt(ratio(o, p)),
-            fmt(ratio(c, p)), "/".join(fmt(v, "%.0f") for v in peaks)))
+            fmt(ratio(c, p)), "/".join(fmt(v, "%.0f") for v in peaks),
+            "/".join(fmt(of_peak(v, net, threads), "%.0f") for v in (c, o, p))))
     print("(milliseconds per forward+backward iteration, best over %d round(s); "
           "ratio < 1 means Doppio is faster)" % args.rounds)
     counts = sorted(set(j[2] for j in jobs))
@@ -500,7 +572,8 @@ def main(argv=None):
         rows = []
         for j in jobs:
             row = dict(net=j[0], batch=j[1], threads=j[2], iterations=j[3],
-                       pytorch_ms=best[j]["pytorch"])
+                       pytorch_ms=best[j]["pytorch"], gflop_per_iteration=flops[j[0]] / 1e9,
+                       gemm_peak_gflops=gemm_peak[j[2]])
             for engine in ([] if args.pytorch_only else ENGINES):
                 fwd, bwd, peak = detail[j].get(engine, (None, None, None))
                 key = engine.lower()

@@ -6,6 +6,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include "doppio/util/error.hpp"
+#include "doppio/util/host_workspace.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "doppio/util/thread_pool.hpp"
 
@@ -29,12 +30,19 @@ dnnl::memory::desc OnednnPlainDesc(const dnnl::memory::dims& dims) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
+std::size_t OnednnAligned(std::size_t bytes) {
+  constexpr std::size_t kAlignment = 64;
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+void* OnednnWorkspace(std::size_t bytes) { return HostWorkspace(bytes); }
+
 void OnednnTensor::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
                         const dnnl::memory::desc& primitive) {
   user_ = dnnl::memory(user, engine, DNNL_MEMORY_NONE);
   reordered_ = user != primitive;
   if (reordered_) {
-    primitive_ = dnnl::memory(primitive, engine);
+    primitive_ = dnnl::memory(primitive, engine, DNNL_MEMORY_NONE);
     to_primitive_ = dnnl::reorder(user_, primitive_);
     to_user_ = dnnl::reorder(primitive_, user_);
   } else {

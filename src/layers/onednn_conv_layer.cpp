@@ -105,6 +105,7 @@ void OnednnConvolutionLayer::PrepareBackward() {
 
 void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   UseOnednnThreads();
+  OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "convolution forward", [&] {
     Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])}};
     if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream_, *this->blobs_[1]);
@@ -126,6 +127,8 @@ void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
     OnednnCall(this->Describe(), "convolution backward", [&] { PrepareBackward(); });
     backward_prepared_ = true;
   }
+  OnednnPlaceInWorkspace(weights_src_, weights_diff_dst_, diff_weights_, diff_bias_, data_diff_dst_,
+                         diff_src_);
   const bool weight_diff = this->param_propagate_down(0);
   const bool bias_diff = bias_term_ && this->param_propagate_down(1);
   OnednnCall(this->Describe(), "convolution backward", [&] {

@@ -24,6 +24,7 @@ void OnednnInnerProductLayer::Reshape(const BlobVec& bottom, const BlobVec& top)
   InnerProductLayer<float>::Reshape(bottom, top);
   if (M_ == prepared_m_) return;
   UseOnednnThreads();
+  OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "inner product forward", [&] { PrepareForward(); });
   prepared_m_ = M_;
   backward_prepared_ = false;
@@ -71,6 +72,7 @@ void OnednnInnerProductLayer::PrepareBackward() {
 
 void OnednnInnerProductLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   UseOnednnThreads();
+  OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "inner product forward", [&] {
     Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])},
               {DNNL_ARG_SRC, src_.Read(stream_, bottom[0]->cpu_data())},
@@ -90,6 +92,8 @@ void OnednnInnerProductLayer::Backward_cpu(const BlobVec& top,
     OnednnCall(this->Describe(), "inner product backward", [&] { PrepareBackward(); });
     backward_prepared_ = true;
   }
+  OnednnPlaceInWorkspace(weights_src_, weights_diff_dst_, diff_weights_, diff_bias_, data_diff_dst_,
+                         diff_src_);
   const bool weight_diff = this->param_propagate_down(0);
   const bool bias_diff = bias_term_ && this->param_propagate_down(1);
   OnednnCall(this->Describe(), "inner product backward", [&] {

@@ -7,6 +7,8 @@ namespace doppio {
 void OnednnCachedParam::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
                              const dnnl::memory::desc& primitive) {
   tensor_.Init(engine, user, primitive);
+  cache_ = tensor_.reordered() ? dnnl::memory(primitive, engine) : dnnl::memory();
+  if (cache_) tensor_.Place(cache_.get_data_handle());
   valid_ = false;
 }
 
@@ -25,7 +27,7 @@ const dnnl::memory& OnednnCachedParam::Get(dnnl::stream& stream, const Blob<floa
 
 void OnednnParamGradient::Init(const dnnl::engine& engine, const dnnl::memory::desc& primitive,
                                const dnnl::memory::desc& user) {
-  scratch_ = dnnl::memory(primitive, engine);
+  scratch_ = dnnl::memory(primitive, engine, DNNL_MEMORY_NONE);
   user_ = dnnl::memory(user, engine, DNNL_MEMORY_NONE);
   dnnl::post_ops sum;
   sum.append_sum(1.f);

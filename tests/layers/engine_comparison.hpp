@@ -49,6 +49,9 @@ struct EngineComparison {
   double tolerance = 1e-4;
   std::string reference = "CAFFE";
   std::string engine = "ONEDNN";
+  // Parameters drawn from |N(0, 1)| + 0.5 rather than N(0, 1): BatchNorm's stored variances
+  // and moving-average factor must be positive.
+  bool positive_params = false;
 };
 
 // Forward, then backward twice (parameter gradients accumulate), then a change of the weights
@@ -78,7 +81,13 @@ inline void CompareEngines(const EngineComparison& c) {
   for (int e = 0; e < 2; ++e) layer[e]->SetUp(bottom[e], top[e]);
   ASSERT_EQ(layer[0]->blobs().size(), layer[1]->blobs().size());
   for (std::size_t p = 0; p < layer[0]->blobs().size(); ++p) {
-    FillGaussian(layer[0]->blobs()[p].get(), rng);
+    Blob<float>& param = *layer[0]->blobs()[p];
+    FillGaussian(&param, rng);
+    if (c.positive_params) {
+      for (int i = 0; i < param.count(); ++i) {
+        param.mutable_cpu_data()[i] = std::fabs(param.cpu_data()[i]) + 0.5f;
+      }
+    }
     layer[1]->blobs()[p]->CopyFrom(*layer[0]->blobs()[p]);
   }
   const auto compare_tops = [&](const std::string& when) {
@@ -86,6 +95,12 @@ inline void CompareEngines(const EngineComparison& c) {
       ASSERT_EQ(top[0][t]->shape(), top[1][t]->shape()) << when;
       ExpectClose(top[1][t]->cpu_data(), top[0][t]->cpu_data(), top[0][t]->count(), c.tolerance,
                   when + ": top " + std::to_string(t));
+    }
+    // What Forward stores in the parameters (BatchNorm's running statistics).
+    for (std::size_t p = 0; p < layer[0]->blobs().size(); ++p) {
+      ExpectClose(layer[1]->blobs()[p]->cpu_data(), layer[0]->blobs()[p]->cpu_data(),
+                  layer[0]->blobs()[p]->count(), c.tolerance,
+                  when + ": parameter " + std::to_string(p));
     }
   };
   for (int e = 0; e < 2; ++e) layer[e]->Forward(bottom[e], top[e]);

@@ -1,7 +1,8 @@
-// The ONEDNN InnerProduct, ReLU, Pooling and LRN against the CAFFE ones on the shapes of
-// Caffe's published nets (forward, bottom diff, parameter gradients; 1e-4 relative, as
-// engine_comparison.hpp defines it), gradients against finite differences, and what stays on
-// the CAFFE kernels. Float throughout.
+// The ONEDNN InnerProduct, ReLU, Pooling, LRN, Softmax, Concat and Eltwise SUM against the
+// CAFFE ones on the shapes of Caffe's published nets (forward, bottom diff, parameter
+// gradients; 1e-4 relative, as engine_comparison.hpp defines it, 1e-6 where no sum is
+// reordered), gradients against finite differences, and what stays on the CAFFE kernels.
+// Float throughout. About 2 s.
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <gtest/gtest.h>
@@ -28,6 +29,16 @@ std::string Lrn(const std::string& fields) {
 }
 std::string Relu(const std::string& fields) {
   return "type: 'ReLU' relu_param { " + fields + " engine: %ENGINE% }";
+}
+
+std::string Softmax(const std::string& fields) {
+  return "type: 'Softmax' softmax_param { " + fields + " engine: %ENGINE% }";
+}
+std::string Concat(const std::string& fields) {
+  return "type: 'Concat' concat_param { " + fields + " engine: %ENGINE% }";
+}
+std::string Eltwise(const std::string& fields) {
+  return "type: 'Eltwise' eltwise_param { " + fields + " engine: %ENGINE% }";
 }
 
 std::shared_ptr<Layer<float>> Onednn(const std::string& text) {
@@ -210,6 +221,100 @@ TEST(OnednnLRNTest, GradientAcross) {
   auto layer = Onednn(Lrn("local_size: 5 alpha: 1 beta: 0.75"));
   GradientChecker<float> checker(1e-2, 1e-2);
   checker.CheckGradientExhaustive(layer.get(), {&bottom}, {&top});
+}
+
+TEST(OnednnSoftmaxTest, ClassifierOutput) {
+  // GoogLeNet's and AlexNet's prob: 1000 classes (here 100) per image.
+  CompareEngines({Softmax(""), {{4, 100}}});
+}
+
+TEST(OnednnSoftmaxTest, ChannelsOfAnImage) { CompareEngines({Softmax(""), {{2, 10, 3, 4}}}); }
+
+TEST(OnednnSoftmaxTest, OtherAxes) {
+  CompareEngines({Softmax("axis: 2"), {{2, 3, 7, 4}}});
+  CompareEngines({Softmax("axis: -1"), {{3, 2, 5}}});
+  CompareEngines({Softmax("axis: 0"), {{6, 4}}});
+}
+
+TEST(OnednnSoftmaxTest, InPlaceMatchesCaffe) {
+  const std::string text = Softmax("");
+  Rng rng(37);
+  Blob<float> blob[2];
+  std::shared_ptr<Layer<float>> layer[2] = {
+      LayerRegistry<float>::CreateLayer(EngineParam(text, "CAFFE"), Mode::CPU), Onednn(text)};
+  blob[0].Reshape({3, 7, 2});
+  FillGaussian(&blob[0], rng, 0.f, 3.f);
+  blob[1].CopyFrom(blob[0], false, true);
+  for (int e = 0; e < 2; ++e) {
+    layer[e]->SetUp({&blob[e]}, {&blob[e]});
+    layer[e]->Forward({&blob[e]}, {&blob[e]});
+  }
+  rng_gaussian<float>(blob[0].count(), 0.f, 1.f, rng, blob[0].mutable_cpu_diff());
+  blob[1].CopyFrom(blob[0], true);
+  for (int e = 0; e < 2; ++e) layer[e]->Backward({&blob[e]}, {true}, {&blob[e]});
+  ExpectClose(blob[1].cpu_data(), blob[0].cpu_data(), blob[0].count(), 1e-5, "data");
+  ExpectClose(blob[1].cpu_diff(), blob[0].cpu_diff(), blob[0].count(), 1e-4, "diff");
+}
+
+TEST(OnednnSoftmaxTest, Gradient) {
+  Rng rng(41);
+  Blob<float> bottom({2, 5, 2, 2}), top;
+  FillGaussian(&bottom, rng);
+  auto layer = Onednn(Softmax(""));
+  GradientChecker<float> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(layer.get(), {&bottom}, {&top});
+}
+
+TEST(OnednnConcatTest, GoogLeNetInceptionOutput) {
+  // inception_3a/output: 64 + 128 + 32 + 32 channels (here 8 + 12 + 4 + 4) of 28x28 (7x7).
+  CompareEngines({Concat(""), {{2, 8, 7, 7}, {2, 12, 7, 7}, {2, 4, 7, 7}, {2, 4, 7, 7}}, 1, 1e-6});
+}
+
+TEST(OnednnConcatTest, OtherAxesAndAnEmptyBottom) {
+  CompareEngines({Concat("axis: 0"), {{2, 3, 4}, {5, 3, 4}}, 1, 1e-6});
+  CompareEngines({Concat("axis: -1"), {{2, 3, 4}, {2, 3, 1}, {2, 3, 6}}, 1, 1e-6});
+  CompareEngines({Concat("concat_dim: 1"), {{2, 3, 4}, {2, 0, 4}, {2, 2, 4}}, 1, 1e-6});
+}
+
+TEST(OnednnConcatTest, OneBottomPassesThrough) { CompareEngines({Concat(""), {{2, 3, 4}}, 1, 0}); }
+
+TEST(OnednnConcatTest, Gradient) {
+  Rng rng(43);
+  Blob<float> a({2, 3, 2, 2}), b({2, 2, 2, 2}), top;
+  FillGaussian(&a, rng);
+  FillGaussian(&b, rng);
+  auto layer = Onednn(Concat(""));
+  GradientChecker<float> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(layer.get(), {&a, &b}, {&top});
+}
+
+TEST(OnednnEltwiseTest, ResNet50ShortcutSum) {
+  CompareEngines({Eltwise("operation: SUM"), {{2, 16, 7, 7}, {2, 16, 7, 7}}, 1, 1e-6});
+}
+
+TEST(OnednnEltwiseTest, SumWithCoefficients) {
+  CompareEngines({Eltwise("operation: SUM coeff: 0.5 coeff: -2 coeff: 3"),
+                  {{3, 4, 5}, {3, 4, 5}, {3, 4, 5}},
+                  1,
+                  1e-5});
+}
+
+TEST(OnednnEltwiseTest, ProdAndMaxAreRefusedByNameAndStayOnCaffe) {
+  for (const char* op : {"PROD", "MAX"}) {
+    const std::string text = Eltwise(std::string("operation: ") + op);
+    ExpectError([&] { Onednn(text); }, {"layer 'l' (Eltwise)", "engine ONEDNN", "SUM only"});
+    EXPECT_EQ(LayerRegistry<float>::ChooseEngine(EngineParam(text, "DEFAULT"), Mode::CPU), "CAFFE");
+  }
+}
+
+TEST(OnednnEltwiseTest, Gradient) {
+  Rng rng(47);
+  Blob<float> a({2, 3, 2}), b({2, 3, 2}), top;
+  FillGaussian(&a, rng);
+  FillGaussian(&b, rng);
+  auto layer = Onednn(Eltwise("operation: SUM coeff: 1.5 coeff: -0.5"));
+  GradientChecker<float> checker(1e-2, 1e-3);
+  checker.CheckGradientExhaustive(layer.get(), {&a, &b}, {&top});
 }
 
 }  // namespace

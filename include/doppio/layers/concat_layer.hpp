@@ -32,7 +32,6 @@ class ConcatLayer : public Layer<Dtype> {
                     const BlobVec& bottom) override;
 #endif
 
- private:
   int concat_axis_ = 1;
   // Product of the axes before the concat axis, and of those after it.
   int num_concats_ = 1;

@@ -31,7 +31,6 @@ class EltwiseLayer : public Layer<Dtype> {
                     const BlobVec& bottom) override;
 #endif
 
- private:
   EltwiseParameter::EltwiseOp op_ = EltwiseParameter::SUM;
   std::vector<Dtype> coeffs_;
   bool stable_prod_grad_ = true;

@@ -22,6 +22,8 @@ class OnednnCachedParam {
 
  private:
   OnednnTensor tensor_;
+  // The copy in the primitive's layout, kept from one call to the next (where it differs).
+  dnnl::memory cache_;
   const SyncedMemory* storage_ = nullptr;
   std::uint64_t writes_ = 0;
   bool valid_ = false;
@@ -29,11 +31,16 @@ class OnednnCachedParam {
 
 // A parameter gradient a primitive computes: it writes a scratch buffer in its own layout,
 // which AddTo then adds into the blob's diff in Caffe's layout (one reorder with a sum), as
-// Caffe's layers accumulate parameter gradients.
+// Caffe's layers accumulate parameter gradients. The scratch buffer lives only during
+// Backward, in the thread's HostWorkspace (OnednnPlaceInWorkspace).
 class OnednnParamGradient {
  public:
   void Init(const dnnl::engine& engine, const dnnl::memory::desc& primitive,
             const dnnl::memory::desc& user);
+  std::size_t transient_bytes() const { return scratch_ ? scratch_.get_desc().get_size() : 0; }
+  void Place(void* at) {
+    if (scratch_) scratch_.set_data_handle(at);
+  }
   const dnnl::memory& scratch() const { return scratch_; }
   void AddTo(dnnl::stream& stream, float* diff);
 

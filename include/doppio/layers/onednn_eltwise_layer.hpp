@@ -1,0 +1,42 @@
+#pragma once
+
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <string>
+#include <vector>
+
+#include "doppio/device/onednn.hpp"
+#include "doppio/layers/eltwise_layer.hpp"
+
+namespace doppio {
+
+// Eltwise SUM on oneDNN (engine ONEDNN, float), with the coefficients: Forward is oneDNN's
+// sum with them as scales, Backward gives each bottom coeff * top diff (an eltwise linear
+// map). PROD and MAX are not oneDNN primitives and stay on the CAFFE engine.
+class OnednnEltwiseLayer : public EltwiseLayer<float> {
+ public:
+  explicit OnednnEltwiseLayer(const LayerParameter& param) : EltwiseLayer<float>(param) {}
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  // Why the engine cannot run a configuration ("" when it can), for the registry.
+  static std::string Unsupported(const LayerParameter& param);
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override;
+
+ private:
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  int prepared_count_ = -1;
+  dnnl::sum forward_;
+  dnnl::memory dst_, diff_dst_, diff_src_;
+  std::vector<dnnl::memory> srcs_;
+  // Per bottom: diff = coeff * top diff.
+  std::vector<dnnl::eltwise_forward> scales_;
+};
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN
