@@ -112,11 +112,6 @@ double RingAllreduceSeconds(double bytes, int ranks, const LinkCost& link) {
   return 2.0 * (ranks - 1) * (link.alpha + share * link.beta) + (ranks - 1) * share * link.gamma;
 }
 
-double BinomialAllreduceSeconds(double bytes, int ranks, const LinkCost& link) {
-  if (ranks <= 1) return 0;
-  return BinomialReduce(bytes, ranks, link) + BinomialBroadcast(bytes, ranks, link);
-}
-
 double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
                          const LinkCost& link) {
   DOPPIO_ENSURE(ranks >= 1) << "ranks must be at least 1, not " << ranks;
@@ -131,8 +126,9 @@ double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double 
         return (ranks - 1) * link.alpha + bytes * link.beta;
     }
   }
-  // MpiCommunicator issues an allreduce whole (in place: libnbc's binomial algorithm).
-  if (kind == CollectiveKind::kAllreduce) return BinomialAllreduceSeconds(bytes, ranks, link);
+  // MpiCommunicator issues an allreduce whole, as libnbc's ring (MpiEngine chooses it); every
+  // round waits for its segment and sums it before the next starts, as modelled.
+  if (kind == CollectiveKind::kAllreduce) return RingAllreduceSeconds(bytes, ranks, link);
   const double pieces = std::ceil(bytes / static_cast<double>(kMpiRootedPieceBytes));
   const PieceCost piece = OpenMpiRootedPiece(kind, bytes / pieces, ranks, link);
   return piece.alone + (pieces - 1) * piece.pace;
