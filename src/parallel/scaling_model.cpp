@@ -126,8 +126,11 @@ double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double 
         return (ranks - 1) * link.alpha + bytes * link.beta;
     }
   }
-  // MpiCommunicator issues an allreduce whole, as libnbc's ring (MpiEngine chooses it); every
-  // round waits for its segment and sums it before the next starts, as modelled.
+  // MpiCommunicator issues an allreduce as libnbc's ring (MpiEngine chooses it) in pieces of
+  // kMpiAllreducePieceBytes, all at once. Each piece's round waits for its segment and sums
+  // it; the pieces pipeline, the busiest link carrying 2(N-1)/N of each and each rank summing
+  // (N-1)/N of it, which adds up to one ring over the whole buffer with alpha paid once per
+  // round.
   if (kind == CollectiveKind::kAllreduce) return RingAllreduceSeconds(bytes, ranks, link);
   const double pieces = std::ceil(bytes / static_cast<double>(kMpiRootedPieceBytes));
   const PieceCost piece = OpenMpiRootedPiece(kind, bytes / pieces, ranks, link);

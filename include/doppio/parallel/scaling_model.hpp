@@ -25,7 +25,8 @@ struct LinkCost {
 
 // Whose collectives run, which decides the algorithms:
 //   kOpenMpi: MpiCommunicator on Open MPI 4.1's non-blocking collectives (coll/libnbc). An
-//             allreduce is libnbc's ring, which MpiEngine selects (src/parallel/mpi_engine.cpp;
+//             allreduce is libnbc's ring in 4 MB pieces issued at once, which pipeline; MpiEngine
+//             selects the ring (src/parallel/mpi_engine.cpp;
 //             libnbc's own choice for an in-place one is a binomial tree that moves the whole
 //             buffer at every step): N segments, each of its 2(N-1) rounds sending one and
 //             receiving one, the first N-1 then summing it. Reduce is a chain of 8 KB fragments
