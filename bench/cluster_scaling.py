@@ -286,6 +286,16 @@ def render(rows, cores, seconds):
     return "\n".join(lines)
 
 
+# Methods whose buckets travel by allgather: a timeline's allgather span carries the gathered
+# total (every rank's contribution), N times what this rank sends.
+ALLGATHER_METHODS = ("fp16", "bf16", "topk")
+
+
+def sent_mb(row):
+    method = row.get("compression", "none").split(":")[0]
+    return row["sent_mb"] / (row["hosts"] if method in ALLGATHER_METHODS else 1)
+
+
 def render_compression(rows, cores, seconds):
     """The table of the --grad_compression runs against the no-communication ceiling."""
     ok = [r for r in rows if not r["failed"]]
@@ -310,12 +320,12 @@ def render_compression(rows, cores, seconds):
                          f"{compression} | FAILED | | | | | |")
             continue
         base = none.get((r["model"], r["hosts"], r["rate"], r["sync"], r["bucket"]))
-        ratio = f"{r['sent_mb'] / base['sent_mb']:.3f}" if base and base["sent_mb"] else "-"
+        ratio = f"{sent_mb(r) / sent_mb(base):.3f}" if base and base["sent_mb"] else "-"
         ceil = ceiling.get((r["model"], r["hosts"]))
         eff = f"{100 * ceil / r['ms']:.0f}" if ceil else "-"
         lines.append(
             f"| {r['model']} | {r['hosts']} | {r['rate']} | {r['sync']} | {compression} "
-            f"| {r['ms']:.1f} | {r['sent_mb']:.2f} | {ratio} | {r['exposed']:.1f} "
+            f"| {r['ms']:.1f} | {sent_mb(r):.2f} | {ratio} | {r['exposed']:.1f} "
             f"| {f'{ceil:.1f}' if ceil else '-'} | {eff} |")
     lines.append("")
     if seconds is not None:
