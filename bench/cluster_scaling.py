@@ -19,13 +19,19 @@ iterations after the warm-up:
   eff/CPU %    the same against what N hosts could do on this machine's cores: on C cores,
                N > C hosts are N/C times slower before any communication; this column takes
                that out, leaving the cost of communication and synchronisation
+  sent MB      (with --compressions) what rank 0 hands to the collectives per iteration: the
+               gradient, or its compressed form (timeline bytes of its communication spans)
+  eff/ceil %   (with --compressions) against the no-communication ceiling: N independent
+               one-process trainings run at once on this machine (the slowest one's ms/iter),
+               measured in the same run
 
 Needs root (network namespaces), build/tools/doppio and build/tests/cluster/
 doppio_cluster_helper (it makes the generated LMDBs). Every rank uses one BLAS thread.
 
     bench/cluster_scaling.py [--models lenet,cifar10_quick,alexnet] [--hosts 1,2,4]
         [--rates unlimited,10gbit,1gbit] [--syncs overlap,reduce_bcast,blocking]
-        [--buckets 0.25,25] [--markdown FILE]
+        [--buckets 0.25,25] [--compressions none,fp16,bf16,topk:0.01,powersgd:4]
+        [--markdown FILE]
 """
 
 import argparse
@@ -137,7 +143,10 @@ def analyse(timeline_path, warmup, measure):
                                    if e["cat"] == "communication"], lo, hi) / measure)
     exposed = sum(waits) / len(waits)
     comm = sum(comms) / len(comms)
-    return dict(ms=iteration / 1e3, exposed=exposed / 1e3, comm=comm / 1e3, ranks=len(ranks))
+    sent = sum(e.get("args", {}).get("bytes", 0) for e in spans
+               if e["pid"] == 0 and e["cat"] == "communication" and lo <= e["ts"] < hi) / measure
+    return dict(ms=iteration / 1e3, exposed=exposed / 1e3, comm=comm / 1e3, ranks=len(ranks),
+                sent_mb=sent / 1e6)
 
 
 class Runner:
@@ -171,7 +180,7 @@ class Runner:
             cluster_sh("up", str(hosts), "--rate", rate)
             self.hosts_up = (hosts, rate)
 
-    def run(self, model, solver, hosts, rate, sync, bucket):
+    def run(self, model, solver, hosts, rate, sync, bucket, compression="none"):
         spec = MODELS[model]
         timeline = os.path.join(self.work, "timeline.json")
         if os.path.exists(timeline):
@@ -183,7 +192,8 @@ class Runner:
         else:
             self.cluster(hosts, rate)
             command = [os.path.join(ROOT, "scripts", "cluster.sh"), "run", "-np", str(hosts),
-                       *train, f"--sync={sync}", f"--bucket_mb={bucket}"]
+                       *train, f"--sync={sync}", f"--bucket_mb={bucket}",
+                       f"--grad_compression={compression}"]
         start = time.monotonic()
         result = subprocess.run(command, env=self.env, capture_output=True, text=True,
                                 timeout=self.args.timeout)
@@ -197,6 +207,27 @@ class Runner:
         stats["load"] = os.getloadavg()[0]
         return stats
 
+    def ceiling(self, model, solver, hosts):
+        """ms/iter of `hosts` independent training processes at once (the slowest): what N
+        ranks could compute on this machine without communicating."""
+        spec = MODELS[model]
+        processes, timelines = [], []
+        for i in range(hosts):
+            timeline = os.path.join(self.work, f"ceiling{i}.json")
+            if os.path.exists(timeline):
+                os.remove(timeline)
+            timelines.append(timeline)
+            processes.append(subprocess.Popen(
+                [self.doppio, "train", f"--solver={solver}", f"--timeline={timeline}",
+                 "--allow_nonfinite"], env=self.env, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, text=True))
+        for process in processes:
+            _, err = process.communicate(timeout=self.args.timeout)
+            if process.returncode != 0:
+                raise RuntimeError(f"ceiling run failed: {err[-2000:]}")
+        times = [analyse(t, spec["warmup"], spec["measure"])["ms"] for t in timelines]
+        return dict(ms=max(times), load=os.getloadavg()[0])
+
     def cleanup(self):
         try:
             cluster_sh("down")
@@ -205,7 +236,8 @@ class Runner:
 
 
 def key(row):
-    return (row["model"], row["hosts"], row["rate"], row["sync"], row["bucket"])
+    return (row["model"], row["hosts"], row["rate"], row["sync"], row["bucket"],
+            row.get("compression", "none"))
 
 
 def render(rows, cores, seconds):
@@ -254,6 +286,53 @@ def render(rows, cores, seconds):
     return "\n".join(lines)
 
 
+# Methods whose buckets travel by allgather: a timeline's allgather span carries the gathered
+# total (every rank's contribution), N times what this rank sends.
+ALLGATHER_METHODS = ("fp16", "bf16", "topk")
+
+
+def sent_mb(row):
+    method = row.get("compression", "none").split(":")[0]
+    return row["sent_mb"] / (row["hosts"] if method in ALLGATHER_METHODS else 1)
+
+
+def render_compression(rows, cores, seconds):
+    """The table of the --grad_compression runs against the no-communication ceiling."""
+    ok = [r for r in rows if not r["failed"]]
+    ceiling = {(r["model"], r["hosts"]): r["ms"] for r in ok if r["sync"] == "ceiling"}
+    loads = [r["load"] for r in rows if "load" in r]
+    lines = []
+    if loads:
+        lines.append(f"1-minute load average at the end of the runs: {min(loads):.1f} to "
+                     f"{max(loads):.1f}, median {sorted(loads)[len(loads) // 2]:.1f}.")
+        lines.append("")
+    lines += ["| model | hosts | link | --sync | --grad_compression | ms/iter | sent MB/iter "
+              "| vs none | exposed ms | ceiling ms | eff/ceil % |",
+              "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    none = {(r["model"], r["hosts"], r["rate"], r["sync"], r["bucket"]): r for r in ok
+            if r.get("compression", "none") == "none"}
+    for r in rows:
+        if r["sync"] == "ceiling" or r["hosts"] == 1:
+            continue
+        compression = r.get("compression", "none")
+        if r["failed"]:
+            lines.append(f"| {r['model']} | {r['hosts']} | {r['rate']} | {r['sync']} | "
+                         f"{compression} | FAILED | | | | | |")
+            continue
+        base = none.get((r["model"], r["hosts"], r["rate"], r["sync"], r["bucket"]))
+        ratio = f"{sent_mb(r) / sent_mb(base):.3f}" if base and base["sent_mb"] else "-"
+        ceil = ceiling.get((r["model"], r["hosts"]))
+        eff = f"{100 * ceil / r['ms']:.0f}" if ceil else "-"
+        lines.append(
+            f"| {r['model']} | {r['hosts']} | {r['rate']} | {r['sync']} | {compression} "
+            f"| {r['ms']:.1f} | {sent_mb(r):.2f} | {ratio} | {r['exposed']:.1f} "
+            f"| {f'{ceil:.1f}' if ceil else '-'} | {eff} |")
+    lines.append("")
+    if seconds is not None:
+        lines.append(f"({len(rows)} runs in {seconds:.0f} s)")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -265,6 +344,9 @@ def main():
     parser.add_argument("--buckets", default="0.25,25", help="--bucket_mb values (MB)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run")
     parser.add_argument("--markdown", help="also write the table to this file")
+    parser.add_argument("--compressions", default="none",
+                        help="--grad_compression values; more than none adds the ceiling runs "
+                        "and prints the compression table")
     parser.add_argument("--results", help="JSON lines, one per run, appended as runs finish; "
                         "runs already in the file are not repeated (resume)")
     parser.add_argument("--table-only", action="store_true",
@@ -275,6 +357,9 @@ def main():
     args.rates = args.rates.split(",")
     args.syncs = args.syncs.split(",")
     args.buckets = [float(b) for b in args.buckets.split(",")]
+    args.compressions = args.compressions.split(",")
+    compare = args.compressions != ["none"]
+    table = render_compression if compare else render
     for model in args.models:
         if model not in MODELS:
             sys.exit(f"cluster_scaling: unknown model {model} ({', '.join(MODELS)})")
@@ -287,7 +372,7 @@ def main():
                     row = json.loads(line)
                     done[key(row)] = row
     if args.table_only:
-        print(render([r for r in done.values() if r["model"] in args.models], cores, None))
+        print(table([r for r in done.values() if r["model"] in args.models], cores, None))
         return 0
     if os.geteuid() != 0:
         sys.exit("cluster_scaling: needs root (network namespaces)")
@@ -308,27 +393,33 @@ def main():
             configs = []
             for hosts in args.hosts:
                 if hosts == 1:
-                    configs.append((1, "-", "-", None))
+                    configs.append((1, "-", "-", None, "none"))
                     continue
+                if compare:
+                    configs.append((hosts, "-", "ceiling", None, "none"))
                 for rate in args.rates:
                     for sync in args.syncs:
                         # blocking sends one allreduce after backward: buckets do not matter.
                         buckets = args.buckets[-1:] if sync == "blocking" else args.buckets
                         for bucket in buckets:
-                            configs.append((hosts, rate, sync, bucket))
-            for hosts, rate, sync, bucket in configs:
-                wanted = dict(model=model, hosts=hosts, rate=rate, sync=sync, bucket=bucket)
+                            for compression in args.compressions:
+                                configs.append((hosts, rate, sync, bucket, compression))
+            for hosts, rate, sync, bucket, compression in configs:
+                wanted = dict(model=model, hosts=hosts, rate=rate, sync=sync, bucket=bucket,
+                              compression=compression)
                 if key(wanted) in done and not done[key(wanted)]["failed"]:
                     rows.append(done[key(wanted)])
                     continue
                 if solver is None:
                     solver = runner.prepare(model)
                 try:
-                    stats = runner.run(model, solver, hosts, rate, sync, bucket)
+                    if sync == "ceiling":
+                        stats = runner.ceiling(model, solver, hosts)
+                    else:
+                        stats = runner.run(model, solver, hosts, rate, sync, bucket, compression)
                     row = dict(wanted, batch=spec["batch"], failed=False, **stats)
-                    log(f"{model:14} {hosts} host(s) {rate:9} {sync:12} {bucket or '-':>5} MB: "
-                        f"{stats['ms']:8.1f} ms/iter, exposed {stats['exposed']:7.1f} ms "
-                        f"(run {stats['wall']:.1f} s)")
+                    log(f"{model:14} {hosts} host(s) {rate:9} {sync:12} {bucket or '-':>5} MB "
+                        f"{compression:12}: {stats['ms']:8.1f} ms/iter")
                 except (RuntimeError, subprocess.TimeoutExpired) as error:
                     log(f"{model} {hosts} hosts {rate} {sync} {bucket}: FAILED: {error}")
                     row = dict(wanted, batch=spec["batch"], failed=True,
@@ -340,11 +431,11 @@ def main():
     finally:
         runner.cleanup()
 
-    table = render(rows, cores, time.monotonic() - started)
-    print(table)
+    text = table(rows, cores, time.monotonic() - started)
+    print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(table + "\n")
+            f.write(text + "\n")
     return 1 if any(r["failed"] for r in rows) else 0
 
 

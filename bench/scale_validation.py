@@ -97,26 +97,8 @@ class Validation:
 
     def ceiling(self, model, solver, hosts):
         """ms/iter of `hosts` independent training processes at once (the slowest)."""
-        def measure():
-            spec = cluster_scaling.MODELS[model]
-            processes, timelines = [], []
-            for i in range(hosts):
-                timeline = os.path.join(self.work, f"ceiling{i}.json")
-                if os.path.exists(timeline):
-                    os.remove(timeline)
-                timelines.append(timeline)
-                processes.append(subprocess.Popen(
-                    [self.doppio, "train", f"--solver={solver}", f"--timeline={timeline}",
-                     "--allow_nonfinite"], env=self.runner.env, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE, text=True))
-            for process in processes:
-                _, err = process.communicate(timeout=self.args.timeout)
-                if process.returncode != 0:
-                    raise RuntimeError(f"ceiling run failed: {err[-2000:]}")
-            times = [cluster_scaling.analyse(t, spec["warmup"], spec["measure"])["ms"]
-                     for t in timelines]
-            return dict(ms=max(times), load=os.getloadavg()[0])
-        return self.remember(f"ceiling {model} {hosts}", measure)
+        return self.remember(f"ceiling {model} {hosts}",
+                             lambda: self.runner.ceiling(model, solver, hosts))
 
     def calibrate(self, hosts, rate, path):
         """`doppio scale --calibrate` on the cluster's `hosts` hosts."""

@@ -54,8 +54,9 @@ std::string MpiCommunicator::description() const {
        << (level == MPI_THREAD_MULTIPLE     ? "multiple"
            : level == MPI_THREAD_SERIALIZED ? "serialized"
                                             : "funneled")
-       << (engine_->cuda_aware() ? ", CUDA-aware" : "") << "), " << size() << " rank"
-       << (size() == 1 ? "" : "s") << ", " << local_size() << " on this node";
+       << (engine_->cuda_aware() ? ", CUDA-aware" : "") << ", allreduce "
+       << engine_->allreduce_algorithm() << "), " << size() << " rank" << (size() == 1 ? "" : "s")
+       << ", " << local_size() << " on this node";
   return text.str();
 }
 

@@ -57,6 +57,8 @@ class MpiEngine {
   int local_size() const { return local_size_; }
   int thread_level() const { return thread_level_; }
   const std::string& library() const { return library_; }
+  // The allreduce algorithm Open MPI runs ("ring", see mpi_engine.cpp).
+  const std::string& allreduce_algorithm() const { return allreduce_algorithm_; }
   // Whether the MPI library reads and writes CUDA device memory itself (Open MPI built with
   // CUDA: MPIX_Query_cuda_support), asked at run time, as the library may differ from the
   // one compiled against.
@@ -90,6 +92,7 @@ class MpiEngine {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   int thread_level_ = 0;
   std::string library_;
+  std::string allreduce_algorithm_;
   bool cuda_aware_ = false;
   std::unique_ptr<MpiWatchdog> watchdog_;
 

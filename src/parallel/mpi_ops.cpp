@@ -8,14 +8,13 @@ namespace doppio {
 
 namespace {
 
-// The largest element count one MPI call takes (counts are int); longer buffers are split.
-constexpr std::size_t kMaxPiece = std::size_t(1) << 30;
 // Open MPI's non-blocking reduce and broadcast (coll/libnbc) cut a message into small
 // segments and move from one segment to the next by recursion in the thread that progresses
 // them, about one level per segment: over TCP, reducing AlexNet's 150 MB fc6 gradient to
 // rank 0 overflowed the communication thread's 8 MB stack (SIGSEGV in
 // opal_convertor_unpack under thousands of NBC_Progress frames). Pieces of at most
-// kMpiRootedPieceBytes (4 MB) keep that recursion shallow.
+// kMpiRootedPieceBytes (4 MB) keep that recursion shallow. An allreduce (libnbc's ring, which
+// does not recurse so) is cut into pieces for the link's sake: see kMpiAllreducePieceBytes.
 
 // An operation of MPI requests, complete when all of them are.
 class RequestsOp : public MpiOp {
@@ -47,9 +46,9 @@ class InPlaceOp : public RequestsOp {
 
   void Start(MpiEngine& engine) override {
     const std::size_t element = CommTypeSize(type_);
-    const std::size_t max_piece = kind_ == InPlaceKind::kAllreduce
-                                      ? kMaxPiece
-                                      : std::max<std::size_t>(1, kMpiRootedPieceBytes / element);
+    const std::size_t piece_bytes =
+        kind_ == InPlaceKind::kAllreduce ? kMpiAllreducePieceBytes : kMpiRootedPieceBytes;
+    const std::size_t max_piece = std::max<std::size_t>(1, piece_bytes / element);
     for (std::size_t offset = 0; offset < count_; offset += max_piece) {
       const int piece = static_cast<int>(std::min(max_piece, count_ - offset));
       Add(Issue(engine, buffer_ + offset * element, piece));

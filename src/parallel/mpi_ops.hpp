@@ -17,7 +17,8 @@ MPI_Op ToMpi(ReduceOp op);
 enum class InPlaceKind { kAllreduce, kReduce, kBroadcast };
 
 // The host collectives, each one MpiOp, all of whose MPI calls are issued at once.
-// Buffers longer than one MPI call takes are split into pieces.
+// Buffers are split into pieces (kMpiAllreducePieceBytes, kMpiRootedPieceBytes), all issued
+// at once.
 std::unique_ptr<MpiOp> MakeInPlaceOp(InPlaceKind kind, void* buffer, std::size_t count,
                                      CommType type, ReduceOp op, int root);
 std::unique_ptr<MpiOp> MakeAllgatherOp(const void* send, void* recv, std::size_t count,

@@ -112,11 +112,6 @@ double RingAllreduceSeconds(double bytes, int ranks, const LinkCost& link) {
   return 2.0 * (ranks - 1) * (link.alpha + share * link.beta) + (ranks - 1) * share * link.gamma;
 }
 
-double BinomialAllreduceSeconds(double bytes, int ranks, const LinkCost& link) {
-  if (ranks <= 1) return 0;
-  return BinomialReduce(bytes, ranks, link) + BinomialBroadcast(bytes, ranks, link);
-}
-
 double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
                          const LinkCost& link) {
   DOPPIO_ENSURE(ranks >= 1) << "ranks must be at least 1, not " << ranks;
@@ -131,8 +126,12 @@ double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double 
         return (ranks - 1) * link.alpha + bytes * link.beta;
     }
   }
-  // MpiCommunicator issues an allreduce whole (in place: libnbc's binomial algorithm).
-  if (kind == CollectiveKind::kAllreduce) return BinomialAllreduceSeconds(bytes, ranks, link);
+  // MpiCommunicator issues an allreduce as libnbc's ring (MpiEngine chooses it) in pieces of
+  // kMpiAllreducePieceBytes, all at once. Each piece's round waits for its segment and sums
+  // it; the pieces pipeline, the busiest link carrying 2(N-1)/N of each and each rank summing
+  // (N-1)/N of it, which adds up to one ring over the whole buffer with alpha paid once per
+  // round.
+  if (kind == CollectiveKind::kAllreduce) return RingAllreduceSeconds(bytes, ranks, link);
   const double pieces = std::ceil(bytes / static_cast<double>(kMpiRootedPieceBytes));
   const PieceCost piece = OpenMpiRootedPiece(kind, bytes / pieces, ranks, link);
   return piece.alone + (pieces - 1) * piece.pace;

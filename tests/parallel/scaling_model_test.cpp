@@ -28,18 +28,18 @@ TEST(ScalingModel, RingAllreduceMovesTwiceTheShareOfEveryOtherRank) {
               RingAllreduceSeconds(1e6, 4, link), 1e-15);
 }
 
-TEST(ScalingModel, BinomialAllreduceAsOpenMpiRunsItInPlace) {
+TEST(ScalingModel, OpenMpiAllreduceIsTheRingMpiEngineChooses) {
   const double n = 1e6, a = 1e-5, b = 1e-9, g = 2e-10;
   const LinkCost link = Link(a, b, g);
-  // 2 ranks: 1 -> 0, sum, 0 -> 1.
-  EXPECT_NEAR(BinomialAllreduceSeconds(n, 2, link), 2 * a + 2 * n * b + n * g, 1e-12);
-  // 3 ranks: 0 sums 1's then 2's buffer; then sends to 1 and 2 at once over its link.
-  EXPECT_NEAR(BinomialAllreduceSeconds(n, 3, link), 3 * a + 4 * n * b + 2 * n * g, 1e-12);
-  // 4 ranks: (1 -> 0 and 3 -> 2), 2 -> 0; then 0 -> 1 and 0 -> 2 at once, 1 -> 3.
-  EXPECT_NEAR(BinomialAllreduceSeconds(n, 4, link), 4 * a + 5 * n * b + 2 * n * g, 1e-12);
+  // 2 ranks: each sends half and sums the half it receives, then sends its sum: the buffer
+  // crosses each link once in each direction, not twice (libnbc's binomial tree).
+  EXPECT_NEAR(
+      CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, n, 2, link),
+      2 * a + n * b + n / 2 * g, 1e-12);
+  // 4 ranks: 6 rounds of a quarter, 3 sums of a quarter.
   EXPECT_NEAR(
       CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, n, 4, link),
-      BinomialAllreduceSeconds(n, 4, link), 1e-15);
+      6 * (a + n / 4 * b) + 3 * n / 4 * g, 1e-12);
   EXPECT_EQ(CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, n, 1, link),
             0);
 }
@@ -129,10 +129,10 @@ TEST(ScalingModel, BlockingExposesAllOfItAndOverlapLess) {
   // the weights (45 ms) are broadcast after the update.
   const IterationPrediction reduce_bcast = Predict(profile, SyncMode::kReduceBroadcast);
   EXPECT_NEAR(reduce_bcast.iteration, 0.100 + 0.045, 1e-12);
-  // Open MPI's binomial allreduce on 2 ranks moves every bucket twice.
+  // Open MPI's ring on 2 ranks: half the gradients each way, twice (as NCCL's).
   const IterationPrediction mpi = PredictIteration(profile, SyncMode::kBlocking, 2,
                                                    CollectiveLibrary::kOpenMpi, Link(0, 1e-9, 0));
-  EXPECT_NEAR(mpi.exposed, 0.090, 1e-12);
+  EXPECT_NEAR(mpi.exposed, 0.045, 1e-12);
 }
 
 TEST(ScalingModel, OneRankCommunicatesNothing) {

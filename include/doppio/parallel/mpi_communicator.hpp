@@ -13,6 +13,11 @@ class MpiEngine;
 // Reduce and broadcast go to MPI as pieces of at most this many bytes, all issued at once
 // (src/parallel/mpi_ops.cpp says why); the pieces then travel pipelined.
 constexpr std::size_t kMpiRootedPieceBytes = std::size_t(4) << 20;
+// An allreduce longer than this goes to MPI as pieces of this many bytes, all issued at once:
+// on the namespace cluster at 1 Gbit/s one message of 32 MB or more per ring round moved at
+// half the link rate, several 4 MB pieces in flight at 85-95% (bench/README.md,
+// allreduce_bandwidth.py).
+constexpr std::size_t kMpiAllreducePieceBytes = std::size_t(4) << 20;
 
 // The communicator over MPI_COMM_WORLD, on host buffers. Its engine (src/parallel/mpi_engine.hpp)
 // is one communication thread that owns MPI: it initialises it, starts every operation

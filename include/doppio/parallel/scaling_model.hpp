@@ -25,8 +25,11 @@ struct LinkCost {
 
 // Whose collectives run, which decides the algorithms:
 //   kOpenMpi: MpiCommunicator on Open MPI 4.1's non-blocking collectives (coll/libnbc). An
-//             in-place allreduce is a binomial tree (reduce to rank 0, then a binomial
-//             broadcast, the whole buffer at every step). Reduce is a chain of 8 KB fragments
+//             allreduce is libnbc's ring in 4 MB pieces issued at once, which pipeline; MpiEngine
+//             selects the ring (src/parallel/mpi_engine.cpp;
+//             libnbc's own choice for an in-place one is a binomial tree that moves the whole
+//             buffer at every step): N segments, each of its 2(N-1) rounds sending one and
+//             receiving one, the first N-1 then summing it. Reduce is a chain of 8 KB fragments
 //             up to 4 ranks and a binomial tree beyond; broadcast is linear (the root sends to
 //             every rank at once) up to 4 ranks and binomial beyond. Reduce and broadcast are
 //             issued as pieces of kMpiRootedPieceBytes, all at once, which pipeline.
@@ -47,9 +50,6 @@ double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double 
 // comparison in the output).
 // Ring allreduce: 2(N-1) steps of n/N bytes, (N-1) reductions of n/N.
 double RingAllreduceSeconds(double bytes, int ranks, const LinkCost& link);
-// Binomial reduce to rank 0 then binomial broadcast, the whole buffer at every step; a rank
-// sends to its children at once, sharing its link.
-double BinomialAllreduceSeconds(double bytes, int ranks, const LinkCost& link);
 
 // One gradient bucket as the model sees it.
 struct ModelBucket {
