@@ -190,13 +190,8 @@ __global__ void PartialSumKernel(long long n, const Dtype* x, Dtype* partial) {
   __shared__ Dtype cache[kGpuThreads];
   Dtype sum = 0;
   DOPPIO_KERNEL_LOOP(i, n) { sum += x[i]; }
-  cache[threadIdx.x] = sum;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[blockIdx.x] = cache[0];
+  const Dtype block_sum = BlockReduceSum(sum, cache);
+  if (threadIdx.x == 0) partial[blockIdx.x] = block_sum;
 }
 
 template <typename Dtype>

@@ -103,7 +103,7 @@ __global__ void ChannelSumKernel(int outer, int channels, int inner, Term term, 
     }
     cache[threadIdx.x] = sum;
     __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
       if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
       __syncthreads();
     }
@@ -143,7 +143,7 @@ template <typename Dtype>
 __device__ Dtype BlockReduceSum(Dtype value, Dtype* cache) {
   cache[threadIdx.x] = value;
   __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
     if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
     __syncthreads();
   }
@@ -156,7 +156,7 @@ template <typename Dtype>
 __device__ Dtype BlockReduceMax(Dtype value, Dtype* cache) {
   cache[threadIdx.x] = value;
   __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
     if (threadIdx.x < s) cache[threadIdx.x] = max(cache[threadIdx.x], cache[threadIdx.x + s]);
     __syncthreads();
   }

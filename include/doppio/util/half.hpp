@@ -3,17 +3,14 @@
 #include <cstdint>
 #include <cstring>
 
+#include "doppio/util/host_device.hpp"
+
 namespace doppio {
 
 // IEEE 754 binary16 and bfloat16 as bit patterns, converted from and to float with
 // round-to-nearest-even (what a GPU's conversion instructions do). The same functions run in
 // device code (a .cu file compiled by nvcc sees them as __host__ __device__), so that the
 // device's packing of gradients for the wire is the host's, bit for bit.
-#ifdef __CUDACC__
-#define DOPPIO_HOST_DEVICE __host__ __device__
-#else
-#define DOPPIO_HOST_DEVICE
-#endif
 
 DOPPIO_HOST_DEVICE inline std::uint32_t FloatBits(float value) {
   std::uint32_t bits;

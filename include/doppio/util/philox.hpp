@@ -2,13 +2,7 @@
 
 #include <cstdint>
 
-// Compiled by nvcc for both sides; by the host compiler (and under the CUDA emulation) as
-// plain host code.
-#if defined(__CUDACC__)
-#define DOPPIO_HOST_DEVICE __host__ __device__
-#else
-#define DOPPIO_HOST_DEVICE
-#endif
+#include "doppio/util/host_device.hpp"
 
 namespace doppio {
 
