@@ -96,7 +96,7 @@ def run(args, dataset, ranks, method):
                          args.test_interval)
     command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
                os.path.join(args.build, "tools", "doppio"), "train", f"--solver={solver}",
-               f"--grad_compression={method}"]
+               f"--grad_compression={method}", *args.train_flags.split()]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", GLOG_logtostderr="1",
                GLOG_minloglevel="0")
     path = log_path(args, dataset, ranks, method)
@@ -157,6 +157,8 @@ def main():
     parser.add_argument("--fashion_mnist", default=os.path.join(ROOT, "data", "fashion_mnist"))
     parser.add_argument("--logs", default="/tmp/compression_convergence")
     parser.add_argument("--figures", default=os.path.join(ROOT, "bench", "figures"))
+    parser.add_argument("--train_flags", default="",
+                        help="more flags for every doppio train (--compression_start_iter=100)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     parser.add_argument("--table-only", action="store_true",
                         help="table and plots of the logs in --logs, nothing run")

@@ -106,13 +106,14 @@ void RestoreCompressionState(const SolverState& saved, int num_ranks, int rank,
       state.has_shared() ? FromBlob<Dtype>(state.shared()) : std::vector<Dtype>();
   DOPPIO_ENSURE(shared.size() == sync->CompressionShared().size())
       << origin << ": the compression state has " << shared.size()
-      << " values of PowerSGD's Q, where this net's gradient buckets hold "
+      << " values of shared state (PowerSGD's Q, top-k's last step), where this net's gradient "
+         "buckets hold "
       << sync->CompressionShared().size();
   sync->SetCompressionShared(shared);
   LOG_IF(INFO, rank == 0) << "Restored the --grad_compression=" << state.method()
                           << " state (residuals of " << state.num_ranks() << " rank"
                           << (state.num_ranks() == 1 ? "" : "s")
-                          << (shared.empty() ? "" : ", PowerSGD's Q") << ") from " << origin;
+                          << (shared.empty() ? "" : ", shared state") << ") from " << origin;
 }
 
 template void GatherCompressionState(Communicator&, const GradientSync<float>&, CompressionState*);

@@ -37,6 +37,13 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
     PrepareParameters(param);
     solver_ = SolverRegistry<Dtype>::CreateSolver(config_.param, options_.gpu);
     if (!options_.timeline_file.empty()) timeline_ = std::make_unique<Timeline>(0.0);
+    // Top-k's momentum correction sends steps with the SGD solver's momentum in them
+    // (topk_compressor.hpp); the other solvers, and LARC's rate from the gradient's norm,
+    // keep plain error feedback.
+    if (options_.compression.method == GradCompression::Method::kTopK &&
+        std::string(solver_->type()) == "SGD" && !config_.param.larc()) {
+      options_.compression.momentum = config_.param.momentum();
+    }
     sync_ = std::make_unique<GradientSync<Dtype>>(solver_->net().get(), comm_.get(), options_.sync,
                                                   options_.bucket_mb, config_.param.iter_size(),
                                                   timeline_.get(), options_.compression,
@@ -82,6 +89,12 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
                 << (options_.compression_start_iter > 0
                         ? " from iteration " + std::to_string(options_.compression_start_iter)
                         : std::string());
+      if (options_.compression.momentum > 0 && options_.compression.fraction < 1) {
+        LOG(INFO) << "Top-k with momentum correction: each rank's residual accumulates its "
+                     "velocity (momentum "
+                  << options_.compression.momentum
+                  << "); the solver's momentum turns the steps sent back into its history";
+      }
     }
     if (!config_.sharded_layers.empty()) {
       std::ostringstream names;

@@ -122,7 +122,7 @@ std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
       return std::make_unique<CastCompressor<Dtype>>(
           count, spec.method == GradCompression::Method::kBf16, gpu);
     case GradCompression::Method::kTopK:
-      return std::make_unique<TopKCompressor<Dtype>>(count, spec.fraction, gpu);
+      return std::make_unique<TopKCompressor<Dtype>>(count, spec.fraction, gpu, spec.momentum);
     case GradCompression::Method::kPowerSgd:
       return std::make_unique<PowerSgdCompressor<Dtype>>(count, params, spec.rank, seed, gpu);
     case GradCompression::Method::kNone:

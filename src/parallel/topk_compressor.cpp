@@ -22,12 +22,21 @@ std::size_t EntriesSent(std::size_t count, double fraction) {
 }  // namespace
 
 template <typename Dtype>
-TopKCompressor<Dtype>::TopKCompressor(std::size_t count, double fraction, GpuContext* gpu)
+TopKCompressor<Dtype>::TopKCompressor(std::size_t count, double fraction, GpuContext* gpu,
+                                      double momentum)
     : BucketCompressor<Dtype>(gpu),
       count_(count),
       k_(EntriesSent(count, fraction)),
+      // With FRACTION 1 nothing waits, so there is nothing to correct: the exchange stays the
+      // allreduce's, bit for bit.
+      momentum_(fraction < 1 ? static_cast<Dtype>(momentum) : Dtype(0)),
       wire_(k_ * (sizeof(std::int32_t) + sizeof(Dtype))) {
-  this->residual_.Reshape({static_cast<int>(count)});
+  DOPPIO_ENSURE(momentum >= 0 && momentum < 1)
+      << "--grad_compression=topk: the momentum correction needs a momentum in [0, 1), not "
+      << momentum;
+  // The residual, then (corrected) the velocity.
+  this->residual_.Reshape({static_cast<int>(corrects_momentum() ? 2 * count : count)});
+  if (corrects_momentum()) last_step_.Reshape({static_cast<int>(count)});
   if (!gpu) order_.resize(count);
 }
 
@@ -43,8 +52,17 @@ void TopKCompressor<Dtype>::Start(Dtype* bucket, Communicator* comm, const std::
 #endif
   if (!this->gpu_) {
     Dtype* residual = this->mutable_residual();
-    // The gradient the rank would send without compression, plus what it still owes.
-    for (std::size_t i = 0; i < count_; ++i) residual[i] += bucket[i];
+    Dtype* velocity = corrects_momentum() ? residual + count_ : nullptr;
+    // The gradient the rank would send without compression (or its velocity), plus what it
+    // still owes.
+    if (velocity) {
+      for (std::size_t i = 0; i < count_; ++i) {
+        velocity[i] = momentum_ * velocity[i] + bucket[i];
+        residual[i] += velocity[i];
+      }
+    } else {
+      for (std::size_t i = 0; i < count_; ++i) residual[i] += bucket[i];
+    }
     for (std::size_t i = 0; i < count_; ++i) order_[i] = static_cast<std::int32_t>(i);
     // Largest magnitude first; equal magnitudes by index, so that the choice is reproducible.
     auto larger = [residual](std::int32_t a, std::int32_t b) {
@@ -91,6 +109,24 @@ void TopKCompressor<Dtype>::Decompress(Dtype* bucket) {
       bucket[index] += value;
     }
   }
+  if (!corrects_momentum()) return;
+  const Dtype share = momentum_ * static_cast<Dtype>(ranks);
+  Dtype* last = last_step_.mutable_cpu_data();
+  for (std::size_t i = 0; i < count_; ++i) {
+    const Dtype sum = bucket[i];
+    bucket[i] = sum - share * last[i];
+    last[i] = sum / static_cast<Dtype>(ranks);
+  }
+}
+
+template <typename Dtype>
+std::vector<Dtype> TopKCompressor<Dtype>::shared_state() {
+  return BlobValues(&last_step_);
+}
+
+template <typename Dtype>
+void TopKCompressor<Dtype>::set_shared_state(const std::vector<Dtype>& values) {
+  SetBlobValues(values, &last_step_);
 }
 
 DOPPIO_INSTANTIATE_CLASS(TopKCompressor);

@@ -161,8 +161,8 @@ __global__ void TilePrefixes(long long tiles, long long* counts) {
 }
 
 // Each tile's chosen entries, at their place in index order: index, value, and the value
-// taken out of the residual. The message's values follow its k indices at any byte
-// alignment (the host's layout), hence memcpy.
+// taken out of the residual. The message's values follow its k
+// indices at any byte alignment (the host's layout), hence memcpy.
 template <typename Dtype>
 __global__ void TileWrite(long long n, long long tiles, const SelectState* state,
                           const long long* counts, Dtype* values, std::int32_t* indices,
@@ -219,6 +219,45 @@ __global__ void ScatterAdd(long long k, const char* message, Dtype* bucket) {
   }
 }
 
+// a x b rounded on its own, as the host rounds it: a GPU would fuse it with the addition or
+// subtraction that follows (the emulation compiles these kernels for the host, which does
+// not fuse).
+__device__ __forceinline__ float Product(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+__device__ __forceinline__ double Product(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+// The momentum correction's accumulation: velocity <- momentum x velocity + gradient, and
+// the velocity into the residual (the host's loop).
+template <typename Dtype>
+__global__ void AccumulateVelocity(long long n, Dtype momentum, const Dtype* gradient,
+                                   Dtype* velocity, Dtype* residual) {
+  DOPPIO_KERNEL_LOOP(i, n) {
+    velocity[i] = Product(momentum, velocity[i]) + gradient[i];
+    residual[i] += velocity[i];
+  }
+}
+
+// The sum less the momentum's share of the last step, which becomes the sum's mean.
+template <typename Dtype>
+__global__ void CorrectMomentum(long long n, Dtype share, Dtype ranks, Dtype* last, Dtype* bucket) {
+  DOPPIO_KERNEL_LOOP(i, n) {
+    const Dtype sum = bucket[i];
+    bucket[i] = sum - Product(share, last[i]);
+    last[i] = sum / ranks;
+  }
+}
+
 }  // namespace
 
 template <typename Dtype>
@@ -237,8 +276,15 @@ void TopKCompressor<Dtype>::Select_gpu(const Dtype* bucket, char* message) {
   auto* histogram = reinterpret_cast<int*>(base + kStateBytes);
   auto* counts = reinterpret_cast<long long*>(base + kStateBytes + kRadixBins * sizeof(int));
   Dtype* residual = this->mutable_residual();
-  // The gradient the rank would send without compression, plus what it still owes.
-  gpu_add(gpu, static_cast<int>(n), residual, bucket, residual);
+  Dtype* velocity = corrects_momentum() ? residual + count_ : nullptr;
+  // The gradient the rank would send without compression (or its velocity), plus what it
+  // still owes.
+  if (velocity) {
+    LaunchKernel("AccumulateVelocity", gpu, n, AccumulateVelocity<Dtype>, n, momentum_, bucket,
+                 velocity, residual);
+  } else {
+    gpu_add(gpu, static_cast<int>(n), residual, bucket, residual);
+  }
   LaunchKernel("SelectInit", gpu, kRadixBins, SelectInit, k, state, histogram);
   for (int shift = 8 * static_cast<int>(sizeof(typename MagnitudeBits<Dtype>::Key)) - kRadixBits;
        shift >= 0; shift -= kRadixBits) {
@@ -266,6 +312,11 @@ void TopKCompressor<Dtype>::Sum_gpu(const char* gathered, int ranks, Dtype* buck
   for (int r = 0; r < ranks; ++r) {
     LaunchKernel("ScatterAdd", gpu, k, ScatterAdd<Dtype>, k, gathered + r * wire_.size(), bucket);
   }
+  if (!corrects_momentum()) return;
+  const auto n = static_cast<long long>(count_);
+  LaunchKernel("CorrectMomentum", gpu, n, CorrectMomentum<Dtype>, n,
+               momentum_ * static_cast<Dtype>(ranks), static_cast<Dtype>(ranks),
+               last_step_.mutable_gpu_data(gpu), bucket);
 }
 
 template void TopKCompressor<float>::Select_gpu(const float*, char*);

@@ -276,7 +276,8 @@ TEST_F(CompressedTrainingTest, AResumedRunContinuesIdentically) {
     EXPECT_EQ(state.compression().method(), method);
     EXPECT_EQ(state.compression().num_ranks(), World()->size());
     EXPECT_EQ(state.compression().residual_size(), World()->size());
-    EXPECT_EQ(state.compression().has_shared(), method == "powersgd:2");
+    // PowerSGD's Q; top-k's last step (its momentum correction: SGD with momentum).
+    EXPECT_TRUE(state.compression().has_shared()) << method;
 
     DistributedSolver<float> resumed(Param(6), World(), Options(method));
     resumed.Solve(state_file);
@@ -312,7 +313,12 @@ TEST_F(CompressedTrainingTest, AnotherRankCountStartsFromTheMeanResidual) {
     BlobProto* blob = saved->add_residual();
     for (std::size_t i = 0; i < count; ++i) blob->add_data(static_cast<float>(r + i));
   }
+  // The momentum correction's last step, the same on every rank.
+  const std::size_t shared = sync.CompressionShared().size();
+  ASSERT_GT(shared, 0u);
+  for (std::size_t i = 0; i < shared; ++i) saved->mutable_shared()->add_data(0.5f);
   RestoreCompressionState(state, World()->size(), World()->rank(), "state", &sync);
+  EXPECT_EQ(sync.CompressionShared(), std::vector<float>(shared, 0.5f));
   const std::vector<float> residual = sync.CompressionResidual();
   for (std::size_t i = 0; i < count; ++i) {
     EXPECT_FLOAT_EQ(residual[i], static_cast<float>(i) + (ranks - 1) / 2.0f) << i;

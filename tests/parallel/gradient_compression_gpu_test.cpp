@@ -1,9 +1,9 @@
 // The GPU twins of the --grad_compression codecs against the host's (CUDA builds; under the
 // emulation on the CPU): fp16/bf16 and top-k give the host's sums and residuals bit for bit
-// (top-k also with ties, k = 1, k = n, buckets smaller than a block and over two tiles, and
-// double values at odd byte offsets of the message), PowerSGD and its Gram-Schmidt the
-// host's within float rounding. The ranks are simulated: every one sent what this process
-// sends (EchoCommunicator), so that the sums run over several ranks.
+// (top-k also with ties, k = 1, k = n, buckets smaller than a block and over two tiles,
+// double values at odd byte offsets of the message, and with the momentum correction), PowerSGD and
+// its Gram-Schmidt the host's within float rounding. The ranks are simulated: every one sent what
+// this process sends (EchoCommunicator), so that the sums run over several ranks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,22 +116,25 @@ TEST(CastCompressorGpuTest, SumsTheHostsHalvesBitForBit) {
   }
 }
 
-// Two iterations (the residual carries over) of top-k on the host and on the GPU.
+// Three iterations (the residual, the velocity and the last step carry over) of top-k on the
+// host and on the GPU.
 template <typename Dtype>
-void ExpectTopKAsTheHost(std::size_t count, double fraction, bool ties) {
+void ExpectTopKAsTheHost(std::size_t count, double fraction, bool ties, double momentum = 0) {
   auto gpu = TestGpu();
-  TopKCompressor<Dtype> host(count, fraction), device(count, fraction, gpu.get());
+  TopKCompressor<Dtype> host(count, fraction, nullptr, momentum),
+      device(count, fraction, gpu.get(), momentum);
   EchoCommunicator host_comm(2, nullptr), device_comm(2, gpu.get());
   const std::string what = std::string(sizeof(Dtype) == 4 ? "float" : "double") + " count " +
                            std::to_string(count) + " k " + std::to_string(host.k()) +
-                           (ties ? " with ties" : "");
-  for (int step = 0; step < 2; ++step) {
+                           (ties ? " with ties" : "") + " momentum " + std::to_string(momentum);
+  for (int step = 0; step < 3; ++step) {
     const std::vector<Dtype> gradient =
         ties ? Ties<Dtype>(count, 10 * count + step) : Gaussian<Dtype>(count, count + step);
     ASSERT_EQ(Exchange(&device, gradient, &device_comm, gpu.get()),
               Exchange(&host, gradient, &host_comm, nullptr))
         << what << " step " << step;
     ASSERT_EQ(device.residual(), host.residual()) << what << " step " << step;
+    ASSERT_EQ(device.shared_state(), host.shared_state()) << what << " step " << step;
   }
 }
 
@@ -151,6 +154,10 @@ TEST(TopKCompressorGpuTest, SendsAndSumsWhatTheHostDoes) {
   ExpectTopKAsTheHost<float>(4100, 0.3, true);
   // Doubles: the values of an odd k lie at 4 bytes past an 8-byte boundary.
   ExpectTopKAsTheHost<double>(333, 0.01, true);
+  // The momentum correction: the velocity and the step less the momentum's share, rounded as
+  // the host rounds them.
+  ExpectTopKAsTheHost<float>(4100, 0.01, false, 0.9);
+  ExpectTopKAsTheHost<double>(333, 0.3, false, 0.9);
 }
 
 TEST(PowerSgdCompressorGpuTest, OrthogonalisesAsTheHostDoes) {

@@ -143,6 +143,69 @@ TEST(GradCompressionTest, TopKOfFractionOneSendsEverything) {
   EXPECT_EQ(compressor.residual(), std::vector<float>(gradient.size(), 0.f));
 }
 
+TEST(GradCompressionTest, TopKMomentumCorrectionSendsVelocitiesTheSolverRecovers) {
+  SelfCommunicator comm;
+  const std::size_t count = 200;
+  const double momentum = 0.9;
+  TopKCompressor<double> compressor(count, 0.05, nullptr, momentum);
+  ASSERT_TRUE(compressor.corrects_momentum());
+  // Each rank's velocity, the solver's history over the buckets it receives, and every
+  // velocity so far less what was sent.
+  std::vector<double> velocity(count, 0), history(count, 0), owed(count, 0);
+  for (int step = 0; step < 8; ++step) {
+    const std::vector<float> gradient = Gaussian(count, 30 + step);
+    std::vector<double> bucket(gradient.begin(), gradient.end());
+    compressor.Start(bucket.data(), &comm, "test");
+    compressor.Wait();
+    compressor.Decompress(bucket.data());
+    const std::vector<double> state = compressor.residual();
+    ASSERT_EQ(state.size(), 2 * count);
+    const std::vector<double> last_step = compressor.shared_state();
+    int sent = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      velocity[i] = momentum * velocity[i] + gradient[i];
+      // Not masked: the velocity of an entry sent goes on.
+      EXPECT_EQ(state[count + i], velocity[i]) << "step " << step << " entry " << i;
+      // h <- momentum x h + bucket gives back the step sent (one rank: the mean is the sum).
+      history[i] = momentum * history[i] + bucket[i];
+      EXPECT_NEAR(history[i], last_step[i], 1e-9) << "step " << step << " entry " << i;
+      // The velocities are conserved: sent plus still owed.
+      owed[i] += velocity[i];
+      EXPECT_NEAR(last_step[i] + state[i], owed[i], 1e-9) << "step " << step << " entry " << i;
+      EXPECT_TRUE(last_step[i] == 0 || state[i] == 0) << i;
+      if (last_step[i] != 0) ++sent;
+      owed[i] = state[i];
+    }
+    EXPECT_EQ(sent, 10) << "step " << step;
+  }
+  // The state of a snapshot: a compressor given it continues identically.
+  TopKCompressor<double> resumed(count, 0.05, nullptr, momentum);
+  resumed.set_residual(compressor.residual());
+  resumed.set_shared_state(compressor.shared_state());
+  const std::vector<float> next = Gaussian(count, 99);
+  std::vector<double> a(next.begin(), next.end()), b = a;
+  for (auto pair : {std::make_pair(&compressor, &a), std::make_pair(&resumed, &b)}) {
+    pair.first->Start(pair.second->data(), &comm, "test");
+    pair.first->Wait();
+    pair.first->Decompress(pair.second->data());
+  }
+  EXPECT_EQ(a, b);
+}
+
+TEST(GradCompressionTest, TopKOfFractionOneNeedsNoMomentumCorrection) {
+  SelfCommunicator comm;
+  const std::vector<float> gradient = Gaussian(77, 4);
+  TopKCompressor<float> compressor(gradient.size(), 1.0, nullptr, 0.9);
+  EXPECT_FALSE(compressor.corrects_momentum());
+  std::vector<float> bucket = gradient;
+  compressor.Start(bucket.data(), &comm, "test");
+  compressor.Wait();
+  compressor.Decompress(bucket.data());
+  EXPECT_EQ(bucket, gradient);
+  EXPECT_EQ(compressor.residual().size(), gradient.size());
+  EXPECT_TRUE(compressor.shared_state().empty());
+}
+
 // A bucket of a 6 x 10 matrix, a vector of 5 and a 4 x 3 x 2 x 2 tensor.
 std::vector<BucketParam> MixedBucket() { return {{0, 60, 6}, {60, 5, 0}, {65, 48, 4}}; }
 

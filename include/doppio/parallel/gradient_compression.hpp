@@ -24,6 +24,9 @@ struct GradCompression {
   Method method = Method::kNone;
   double fraction = 1;  // topk
   int rank = 0;         // powersgd
+  // topk: the SGD solver's momentum, for DGC's momentum correction (topk_compressor.hpp);
+  // 0 for plain error feedback. Not part of the flag: DistributedSolver sets it.
+  double momentum = 0;
   // The flag's value as given ("topk:0.01").
   std::string text = "none";
 
