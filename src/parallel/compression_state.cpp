@@ -74,6 +74,19 @@ void RestoreCompressionState(const SolverState& saved, int num_ranks, int rank,
   DOPPIO_ENSURE(state.num_ranks() >= 1 && state.residual_size() == state.num_ranks())
       << origin << ": the compression state has " << state.residual_size() << " residuals for "
       << state.num_ranks() << " ranks";
+  if (!state.has_shared() && !sync->CompressionShared().empty() &&
+      state.method().rfind("topk:", 0) == 0) {
+    // Written before top-k corrected momentum: its residuals lack the velocity (and the last
+    // step's mean) that this run keeps beside them, and they cannot be split by bucket here.
+    // The weights and the solver's history are restored; the owed gradient is dropped.
+    LOG_IF(WARNING, rank == 0)
+        << origin << " holds --grad_compression=" << state.method()
+        << " residuals written before top-k's momentum correction: they start at zero, so "
+        << "the run does not repeat an uninterrupted one";
+    sync->SetCompressionResidual(std::vector<Dtype>(sync->CompressionResidual().size()));
+    sync->SetCompressionShared(std::vector<Dtype>(sync->CompressionShared().size()));
+    return;
+  }
   const std::size_t expected = sync->CompressionResidual().size();
   std::vector<std::vector<Dtype>> residuals;
   for (const BlobProto& blob : state.residual()) {

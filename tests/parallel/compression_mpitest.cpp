@@ -336,6 +336,17 @@ TEST_F(CompressedTrainingTest, AnotherRankCountStartsFromTheMeanResidual) {
   saved->set_method("topk:0.5");
   RestoreCompressionState(state, World()->size(), World()->rank(), "state", &sync);
   EXPECT_EQ(sync.CompressionResidual()[0], static_cast<float>(World()->rank()));
+  // Written before the momentum correction: residuals only, half as long, no shared state.
+  // The run goes on with the compression state at zero.
+  saved->set_method("topk:0.1");
+  saved->clear_shared();
+  for (BlobProto& blob : *saved->mutable_residual()) {
+    blob.clear_data();
+    for (std::size_t i = 0; i < count / 2; ++i) blob.add_data(1.0f);
+  }
+  RestoreCompressionState(state, World()->size(), World()->rank(), "old.solverstate", &sync);
+  EXPECT_EQ(sync.CompressionResidual(), std::vector<float>(count, 0.0f));
+  EXPECT_EQ(sync.CompressionShared(), std::vector<float>(shared, 0.0f));
 }
 
 TEST_F(CompressedTrainingTest, ReduceBroadcastWithALossyMethodIsRefused) {

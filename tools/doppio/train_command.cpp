@@ -44,8 +44,9 @@ DEFINE_double(bucket_mb, 25,
 DEFINE_string(grad_compression, "none",
               "train: what each gradient bucket sends between MPI ranks: none, fp16 or bf16 "
               "(16 bits on the wire, summed in float), topk:FRACTION (the largest FRACTION of "
-              "each bucket, with error feedback) or powersgd:RANK (rank-RANK PowerSGD of every "
-              "weight matrix, with error feedback). CPU only; not with --sync=reduce_bcast.");
+              "each bucket, with error feedback; under SGD with momentum, the momentum "
+              "correction of Deep Gradient Compression) or powersgd:RANK (rank-RANK PowerSGD of "
+              "every weight matrix, with error feedback). Not with --sync=reduce_bcast.");
 DEFINE_int32(compression_start_iter, 0,
              "train: iterations sent uncompressed before --grad_compression starts.");
 DEFINE_double(comm_timeout, 600,
