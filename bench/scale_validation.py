@@ -41,10 +41,12 @@ time, then print (the predictions run then, outside the lock):
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -141,12 +143,21 @@ class Validation:
             self.predictions[cache_key] = self.run_scale(model, hosts, compute_ms, link_flags)
         return self.predictions[cache_key]
 
+    def prefetch(self, requests):
+        """predict() for every (model, hosts, compute_ms, link_flags) of `requests`, as many
+        at once as this machine has cores (each builds the net: seconds for AlexNet)."""
+        todo = sorted({(m, h, c, tuple(f)) for m, h, c, f in requests} - set(self.predictions))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            results = pool.map(lambda r: self.run_scale(r[0], r[1], r[2], list(r[3])), todo)
+            for request, result in zip(todo, results):
+                self.predictions[request] = result
+
     def run_scale(self, model, hosts, compute_ms, link_flags):
         spec = cluster_scaling.MODELS[model]
-        times = os.path.join(self.work, f"{model}_time.json")
+        times = os.path.join(self.work, f"{model}_time{threading.get_ident()}.json")
         with open(times, "w") as f:
             f.write(self.time_json(model))
-        rows = os.path.join(self.work, "rows.json")
+        rows = os.path.join(self.work, f"rows{threading.get_ident()}.json")
         command = [self.doppio, "scale", f"--model={ROOT}/models/{model}/train_val.prototxt",
                    f"--batch={spec['batch']}", f"--input_shape={shape_flag(model)}",
                    f"--ranks={hosts}", f"--time_json={times}", f"--compute_ms={compute_ms}",
@@ -157,6 +168,29 @@ class Validation:
         with open(rows) as f:
             plans = json.load(f)["plans"]
         return {(p["sync"], p["bucket_mb"]): p["ms_per_iter"] for p in plans}
+
+
+def link_flags(calibration, rate):
+    """The links of the three predictions: calibrated, wire only, nominal (None: none)."""
+    return [calibrated_flags(calibration), calibrated_flags(calibration, cpu=False),
+            [f"--link={rate}"] if rate != "unlimited" else None]
+
+
+def prediction_requests(validation, args):
+    """The predict() calls the table of --results needs."""
+    requests = []
+    for entry_key, value in validation.done.items():
+        if not entry_key.startswith("ceiling "):
+            continue
+        model, hosts, rate, sync, bucket = entry_key.split()[1:]
+        calibration = validation.done.get(f"calibration {hosts} {rate}")
+        if (model not in args.models or int(hosts) not in args.hosts or calibration is None
+                or f"time {model}" not in validation.done):
+            continue
+        for flags in link_flags(calibration, rate):
+            if flags:
+                requests.append((model, int(hosts), value["ms"], flags))
+    return requests
 
 
 def calibrated_flags(calibration, cpu=True):
@@ -263,6 +297,8 @@ def main():
         sys.exit("scale_validation: needs root (network namespaces)")
     # The Runner prepares data for the largest host count.
     validation = Validation(args)
+    if args.table_only:
+        validation.prefetch(prediction_requests(validation, args))
     rows = []
     try:
         for model in args.models:
@@ -292,12 +328,8 @@ def main():
                                         f"ceiling {ceiling:8.1f}, load {row['load']:.1f}")
                                     continue
                                 predictions = [
-                                    validation.predict(model, hosts, ceiling,
-                                                       calibrated_flags(calibration)),
-                                    validation.predict(model, hosts, ceiling,
-                                                       calibrated_flags(calibration, cpu=False)),
-                                    validation.predict(model, hosts, ceiling, [f"--link={rate}"])
-                                    if rate != "unlimited" else {}]
+                                    validation.predict(model, hosts, ceiling, flags)
+                                    if flags else {} for flags in link_flags(calibration, rate)]
                             except (RuntimeError, subprocess.SubprocessError) as error:
                                 log(f"{config}: FAILED: {error}")
                                 continue
