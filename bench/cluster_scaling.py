@@ -209,7 +209,10 @@ class Runner:
 
     def ceiling(self, model, solver, hosts):
         """ms/iter of `hosts` independent training processes at once (the slowest): what N
-        ranks could compute on this machine without communicating."""
+        ranks could compute on this machine without communicating. Each process runs in a
+        session of its own, as the cluster's ranks do (each host's orted starts one): with
+        the kernel's autogroup scheduling a session shares the cores with other sessions as
+        one, so N processes in one session would get the CPU of one rank under load."""
         spec = MODELS[model]
         processes, timelines = [], []
         for i in range(hosts):
@@ -220,7 +223,7 @@ class Runner:
             processes.append(subprocess.Popen(
                 [self.doppio, "train", f"--solver={solver}", f"--timeline={timeline}",
                  "--allow_nonfinite"], env=self.env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, text=True))
+                stderr=subprocess.PIPE, text=True, start_new_session=True))
         for process in processes:
             _, err = process.communicate(timeout=self.args.timeout)
             if process.returncode != 0:

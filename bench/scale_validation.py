@@ -3,42 +3,50 @@
 side by side, with the error per row.
 
 For every model, host count, link rate, --sync mode and bucket size it
-  1. measures `doppio train` on the cluster as bench/cluster_scaling.py does (its Runner:
+  1. measures the compute the ranks would have with no communication at all, right before
+     the run (same load): N independent `doppio train` processes at once (the slowest one's
+     ms/iter); on 2 shared cores that ceiling, not the one-process time, is what N ranks
+     can compute;
+  2. measures `doppio train` on the cluster as bench/cluster_scaling.py does (its Runner:
      ms/iter, comm ms and exposed ms from the timeline);
-  2. measures the compute the ranks would have with no communication at all on this
-     machine: N independent `doppio train` processes at once (the slowest one's ms/iter);
-     on 2 shared cores that ceiling, not the one-process time, is what N ranks can compute;
-  3. calibrates the link: `scripts/cluster.sh run -np N doppio scale --calibrate` on the
-     same cluster (alpha, beta, gamma), once with nothing else running and once while N
-     `doppio time` processes of the model keep the cores busy, as the ranks' backward does
-     while their buckets travel (on 2 shared cores the communication thread's copying and
-     summing compete with it);
-  4. predicts: `doppio scale` with the model's per-layer times from `doppio time --json`,
-     scaled to the ceiling of step 2 (--compute_ms), and each calibrated link; and once more
-     "on paper" with the nominal rate (--link=1gbit / 10gbit, default alpha, free
-     reduction), which an unlimited link does not have.
+  3. calibrates the link once per host count and rate: `scripts/cluster.sh run -np N doppio
+     scale --calibrate` on the same cluster (alpha, beta, gamma, and what the communication
+     costs the shared cores: --comm_cpu_gbs, --shared_cores);
+  4. predicts each run: `doppio scale` with the model's per-layer times from `doppio time
+     --json`, scaled to the ceiling of step 1 (--compute_ms), and
+       - the calibrated link with its CPU cost on the shared cores ("calibrated"),
+       - the same link without it (--shared_cores=0: "wire only", the model before the CPU
+         term),
+       - the nominal rate (--link=1gbit / 10gbit, default alpha, free reduction and copying:
+         what a user types without measuring; none for unlimited links).
+     Nothing of the measured run goes into its prediction.
 
 Columns: measured ms/iter, comm % (communication in flight as a share of the iteration,
-measured), the ceiling, the three predictions and their errors (predicted / measured - 1). The verdict lines check the issue's targets: within 20% where
-communication is at least 30% of the iteration; the same order of the sync modes and bucket
-sizes of one (model, hosts, link) wherever the measured times differ by more than the noise
-(--noise, 20%: what bench/README.md measured between two passes of the cluster grid).
+measured), the ranks' own compute in the run (ms/iter less the compute thread's waits, for
+reference: not used), the ceiling, the predictions and their errors (predicted / measured - 1).
+The verdict lines check the issue's targets: within 20% where communication is at least 30%
+of the iteration; the same order of the sync modes and bucket sizes of one (model, hosts,
+link) wherever the measured times differ by more than the noise (--noise, 20%: what
+bench/README.md measured between two passes of the cluster grid).
 
 Needs root (network namespaces) and a build with tools/doppio and
-tests/cluster/doppio_cluster_helper:
+tests/cluster/doppio_cluster_helper. Measure under the benchmark lock, a few groups at a
+time, then print (the predictions run then, outside the lock):
 
-    sudo bench/scale_validation.py --build build-cpu                      # everything (long)
-    sudo bench/scale_validation.py --build build-cpu --models lenet --hosts 2 --rates 1gbit
-    bench/scale_validation.py --results runs.jsonl --table-only           # print again
+    sudo flock /work/bench.lock bench/scale_validation.py --build build --models lenet \
+        --hosts 2 --results runs.jsonl --measure-only
+    bench/scale_validation.py --build build --results runs.jsonl --table-only
 
 --results FILE keeps every measurement as a JSON line (resumable, as cluster_scaling.py).
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -63,6 +71,7 @@ class Validation:
         self.doppio = self.runner.doppio
         self.work = self.runner.work
         self.done = {}
+        self.predictions = {}
         if args.results and os.path.exists(args.results):
             with open(args.results) as f:
                 for line in f:
@@ -95,9 +104,10 @@ class Validation:
                 return f.read()
         return self.remember(f"time {model}", measure)
 
-    def ceiling(self, model, solver, hosts):
-        """ms/iter of `hosts` independent training processes at once (the slowest)."""
-        return self.remember(f"ceiling {model} {hosts}",
+    def ceiling(self, model, solver, hosts, rate, sync, bucket):
+        """ms/iter of `hosts` independent training processes at once (the slowest), measured
+        right before the run of that configuration."""
+        return self.remember(f"ceiling {model} {hosts} {rate} {sync} {bucket}",
                              lambda: self.runner.ceiling(model, solver, hosts))
 
     def calibrate(self, hosts, rate, path):
@@ -119,27 +129,6 @@ class Validation:
         return self.remember(f"calibration {hosts} {rate}",
                              lambda: self.calibrate(hosts, rate, path))
 
-    def loaded_calibration(self, model, hosts, rate):
-        """The link while `hosts` processes compute the model's forward and backward on the
-        same cores, as the ranks' own compute does while their buckets travel: on a shared
-        2-core machine moving and summing bytes competes with backward for the CPU."""
-        def measure():
-            spec = cluster_scaling.MODELS[model]
-            load = [subprocess.Popen(
-                [self.doppio, "time", f"--model={ROOT}/models/{model}/train_val.prototxt",
-                 f"--batch={spec['batch']}", f"--input_shape={shape_flag(model)}",
-                 "--iterations=1000000"], env=self.runner.env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL) for _ in range(hosts)]
-            try:
-                # Until the nets are built and iterating.
-                time.sleep(20 if model == "alexnet" else 5)
-                return self.calibrate(hosts, rate, os.path.join(self.work, "loaded.json"))
-            finally:
-                for process in load:
-                    process.kill()
-                    process.wait()
-        return self.remember(f"calibration-loaded {model} {hosts} {rate}", measure)
-
     def measured(self, model, solver, hosts, rate, sync, bucket):
         def measure():
             return self.runner.run(model, solver, hosts, rate, sync, bucket)
@@ -147,12 +136,28 @@ class Validation:
 
     def predict(self, model, hosts, compute_ms, link_flags):
         """ms/iter `doppio scale` predicts for every sync mode and bucket size, by (sync,
-        bucket_mb): one run, whose JSON lists every plan it tried."""
+        bucket_mb): one run, whose JSON lists every plan it tried. Cached in memory by its
+        arguments."""
+        cache_key = (model, hosts, compute_ms, tuple(link_flags))
+        if cache_key not in self.predictions:
+            self.predictions[cache_key] = self.run_scale(model, hosts, compute_ms, link_flags)
+        return self.predictions[cache_key]
+
+    def prefetch(self, requests):
+        """predict() for every (model, hosts, compute_ms, link_flags) of `requests`, as many
+        at once as this machine has cores (each builds the net: seconds for AlexNet)."""
+        todo = sorted({(m, h, c, tuple(f)) for m, h, c, f in requests} - set(self.predictions))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            results = pool.map(lambda r: self.run_scale(r[0], r[1], r[2], list(r[3])), todo)
+            for request, result in zip(todo, results):
+                self.predictions[request] = result
+
+    def run_scale(self, model, hosts, compute_ms, link_flags):
         spec = cluster_scaling.MODELS[model]
-        times = os.path.join(self.work, f"{model}_time.json")
+        times = os.path.join(self.work, f"{model}_time{threading.get_ident()}.json")
         with open(times, "w") as f:
             f.write(self.time_json(model))
-        rows = os.path.join(self.work, "rows.json")
+        rows = os.path.join(self.work, f"rows{threading.get_ident()}.json")
         command = [self.doppio, "scale", f"--model={ROOT}/models/{model}/train_val.prototxt",
                    f"--batch={spec['batch']}", f"--input_shape={shape_flag(model)}",
                    f"--ranks={hosts}", f"--time_json={times}", f"--compute_ms={compute_ms}",
@@ -165,14 +170,42 @@ class Validation:
         return {(p["sync"], p["bucket_mb"]): p["ms_per_iter"] for p in plans}
 
 
-def calibrated_flags(calibration):
-    return [f"--latency_us={calibration['latency_us']}",
-            f"--bandwidth_gbps={calibration['bandwidth_gbps']}",
-            f"--reduce_gbs={calibration['reduce_gbs']}"]
+def link_flags(calibration, rate):
+    """The links of the three predictions: calibrated, wire only, nominal (None: none)."""
+    return [calibrated_flags(calibration), calibrated_flags(calibration, cpu=False),
+            [f"--link={rate}"] if rate != "unlimited" else None]
+
+
+def prediction_requests(validation, args):
+    """The predict() calls the table of --results needs."""
+    requests = []
+    for entry_key, value in validation.done.items():
+        if not entry_key.startswith("ceiling "):
+            continue
+        model, hosts, rate, sync, bucket = entry_key.split()[1:]
+        calibration = validation.done.get(f"calibration {hosts} {rate}")
+        if (model not in args.models or int(hosts) not in args.hosts or calibration is None
+                or f"time {model}" not in validation.done):
+            continue
+        for flags in link_flags(calibration, rate):
+            if flags:
+                requests.append((model, int(hosts), value["ms"], flags))
+    return requests
+
+
+def calibrated_flags(calibration, cpu=True):
+    flags = [f"--latency_us={calibration['latency_us']}",
+             f"--bandwidth_gbps={calibration['bandwidth_gbps']}",
+             f"--reduce_gbs={calibration['reduce_gbs']}"]
+    if cpu:
+        flags += [f"--comm_cpu_gbs={calibration['comm_cpu_gbs']}",
+                  f"--shared_cores={calibration['shared_cores']}"]
+    return flags
 
 
 # The predictions, by the link they use: (column, title).
-PREDICTIONS = [("idle_ms", "link calibrated idle"), ("loaded_ms", "link calibrated under load"),
+PREDICTIONS = [("calibrated_ms", "calibrated link, with its CPU cost on the shared cores"),
+               ("wire_ms", "calibrated link, wire only (no CPU term)"),
                ("nominal_ms", "nominal link rate")]
 
 
@@ -210,9 +243,10 @@ def verdict(rows, column, title, noise):
 
 def render(rows, args):
     lines = [
-        "| model | hosts | link | --sync | --bucket_mb | measured ms/iter | comm % | ceiling ms "
-        "| predicted, link idle | error | link under load | error | nominal rate | error |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | hosts | link | --sync | --bucket_mb | measured ms/iter | comm % "
+        "| compute in the run | ceiling ms | predicted, calibrated | error | wire only | error "
+        "| nominal rate | error |",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         cells = []
@@ -222,8 +256,8 @@ def render(rows, args):
         bucket = "(one)" if r["sync"] == "blocking" else f"{r['bucket']:g}"
         lines.append(
             f"| {r['model']} | {r['hosts']} | {r['rate']} | {r['sync']} | {bucket} "
-            f"| {r['ms']:.1f} | {100 * r['comm'] / r['ms']:.0f} | {r['ceiling']:.1f} "
-            f"| {' | '.join(cells)} |")
+            f"| {r['ms']:.1f} | {100 * r['comm'] / r['ms']:.0f} | {r['ms'] - r['exposed']:.1f} "
+            f"| {r['ceiling']:.1f} | {' | '.join(cells)} |")
     lines.append("")
     for column, title in PREDICTIONS:
         lines += verdict(rows, column, title, args.noise)
@@ -246,10 +280,10 @@ def main():
     parser.add_argument("--noise", type=float, default=0.2,
                         help="measured differences below this share are noise")
     parser.add_argument("--calibrate_max_mb", type=float, default=16)
-    parser.add_argument("--loaded_models", default="lenet,cifar10_quick,alexnet",
-                        help="the models whose link is also calibrated with the cores busy")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per run")
     parser.add_argument("--results", help="JSON lines of the measurements (resume)")
+    parser.add_argument("--measure-only", action="store_true",
+                        help="measure into --results, predict and print nothing")
     parser.add_argument("--table-only", action="store_true",
                         help="only the rows already in --results, nothing measured")
     parser.add_argument("--markdown", help="also write the table to this file")
@@ -259,13 +293,13 @@ def main():
     args.rates = args.rates.split(",")
     args.syncs = args.syncs.split(",")
     args.buckets = [float(b) for b in args.buckets.split(",")]
-    args.loaded_models = args.loaded_models.split(",")
     if not args.table_only and os.geteuid() != 0:
         sys.exit("scale_validation: needs root (network namespaces)")
     # The Runner prepares data for the largest host count.
     validation = Validation(args)
+    if args.table_only:
+        validation.prefetch(prediction_requests(validation, args))
     rows = []
-    predictions = {}
     try:
         for model in args.models:
             solver = None
@@ -274,51 +308,44 @@ def main():
                     for sync in args.syncs:
                         buckets = args.buckets[-1:] if sync == "blocking" else args.buckets
                         for bucket in buckets:
-                            keys = [f"train {model} {hosts} {rate} {sync} {bucket}",
-                                    f"ceiling {model} {hosts}", f"time {model}",
+                            config = f"{model} {hosts} {rate} {sync} {bucket}"
+                            keys = [f"train {config}", f"ceiling {config}", f"time {model}",
                                     f"calibration {hosts} {rate}"]
                             if args.table_only and not all(k in validation.done for k in keys):
                                 continue
-                            if solver is None and not args.table_only:
+                            if (solver is None and not args.table_only
+                                    and not all(k in validation.done for k in keys)):
                                 solver = validation.runner.prepare(model)
                             try:
+                                ceiling = validation.ceiling(model, solver, hosts, rate, sync,
+                                                             bucket)["ms"]
                                 row = validation.measured(model, solver, hosts, rate, sync,
                                                           bucket)
-                                ceiling = validation.ceiling(model, solver, hosts)["ms"]
-                                group = (model, hosts, rate)
-                                if group not in predictions:
-                                    calibration = validation.calibration(hosts, rate)
-                                    loaded = None
-                                    if model in args.loaded_models:
-                                        loaded = validation.loaded_calibration(model, hosts,
-                                                                               rate)
-                                    predictions[group] = (
-                                        validation.predict(model, hosts, ceiling,
-                                                           calibrated_flags(calibration)),
-                                        validation.predict(model, hosts, ceiling,
-                                                           calibrated_flags(loaded))
-                                        if loaded else {},
-                                        validation.predict(model, hosts, ceiling,
-                                                           [f"--link={rate}"])
-                                        if rate != "unlimited" else {})
+                                calibration = validation.calibration(hosts, rate)
+                                validation.time_json(model)
+                                if args.measure_only:
+                                    log(f"{config}: measured {row['ms']:8.1f} ms/iter, "
+                                        f"ceiling {ceiling:8.1f}, load {row['load']:.1f}")
+                                    continue
+                                predictions = [
+                                    validation.predict(model, hosts, ceiling, flags)
+                                    if flags else {} for flags in link_flags(calibration, rate)]
                             except (RuntimeError, subprocess.SubprocessError) as error:
-                                log(f"{model} {hosts} {rate} {sync} {bucket}: FAILED: {error}")
+                                log(f"{config}: FAILED: {error}")
                                 continue
                             # blocking sends one allreduce whatever the bucket size.
                             plan = (sync, 25.0 if sync == "blocking" else bucket)
-                            idle, loaded, nominal = (p.get(plan) for p in predictions[group])
-                            entry = dict(model=model, hosts=hosts, rate=rate, sync=sync,
-                                         bucket=bucket, ms=row["ms"], comm=row["comm"],
-                                         exposed=row["exposed"], load=row["load"],
-                                         ceiling=ceiling, idle_ms=idle, loaded_ms=loaded,
-                                         nominal_ms=nominal)
-                            rows.append(entry)
-                            log(f"{model:14} {hosts} hosts {rate:9} {sync:12} {bucket:5g} MB: "
-                                f"measured {row['ms']:8.1f}, predicted {idle:8.1f} ms/iter "
-                                f"(link calibrated idle), {loaded or 0:8.1f} (under load)")
+                            calibrated, wire, nominal = (p.get(plan) for p in predictions)
+                            rows.append(dict(model=model, hosts=hosts, rate=rate, sync=sync,
+                                             bucket=bucket, ms=row["ms"], comm=row["comm"],
+                                             exposed=row["exposed"], load=row["load"],
+                                             ceiling=ceiling, calibrated_ms=calibrated,
+                                             wire_ms=wire, nominal_ms=nominal))
     finally:
         if not args.table_only:
             validation.runner.cleanup()
+    if args.measure_only:
+        return 0
     table = render(rows, args)
     print(table)
     if args.markdown:

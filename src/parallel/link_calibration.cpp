@@ -32,6 +32,19 @@ void Send(Communicator* comm, std::vector<char>* buffer, std::vector<char>* rece
       ->Wait();
 }
 
+// Arithmetic that keeps one core busy and touches no memory beyond its own line (volatile:
+// the compiler may not fold it), poking the communicator now and then as the trainer does
+// between layers.
+double Spin(Communicator* comm, long rounds) {
+  constexpr long kPokeEvery = 20000;
+  volatile double x = 1;
+  for (long done = 0; done < rounds; done += kPokeEvery) {
+    for (long i = 0; i < kPokeEvery; ++i) x = x * 0.999999 + 1e-6;
+    comm->Poke();
+  }
+  return x;
+}
+
 std::vector<double> Sizes(double max_bytes) {
   std::vector<double> sizes = {8};
   for (double bytes = 1024; bytes <= max_bytes; bytes *= 4) sizes.push_back(bytes);
@@ -40,12 +53,13 @@ std::vector<double> Sizes(double max_bytes) {
 
 }  // namespace
 
-LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats) {
+LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats, int shared_cores) {
   DOPPIO_ENSURE(comm->size() >= 2)
       << "--calibrate measures the links between ranks: run it under an MPI launcher with at "
          "least 2 ranks (mpirun -np 2 doppio scale --calibrate)";
   DOPPIO_ENSURE(max_bytes >= 1024) << "--calibrate_max_mb must be at least 1 KB";
   DOPPIO_ENSURE(repeats >= 1) << "--calibrate_repeats must be positive";
+  DOPPIO_ENSURE(shared_cores >= 0) << "--shared_cores must not be negative";
   LinkCalibration result;
   result.ranks = comm->size();
   const std::vector<double> sizes = Sizes(max_bytes);
@@ -95,21 +109,56 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats)
     }
     result.allreduce.push_back({count * 4.0, Median(times), 0});
   }
-  // gamma: the allreduce's time beyond its alpha-beta cost, per byte reduced on the way;
-  // the median over the sizes of 64 KB and more, which one disturbed point cannot move.
+  // gamma: the allreduce's time beyond its alpha-beta cost, against the bytes reduced on the
+  // way: the least-squares slope through the origin, which the large allreduces (where the
+  // summing counts) set, as they set beta.
   LinkCost reduce_only;
   reduce_only.gamma = 1;
-  std::vector<double> gammas;
+  double gamma_num = 0, gamma_den = 0;
   for (const auto& point : result.allreduce) {
-    if (point.bytes < 65536 && point.bytes != result.allreduce.back().bytes) continue;
     const double moved = CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce,
                                            point.bytes, result.ranks, link);
     const double reduced =
         CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, point.bytes,
                           result.ranks, reduce_only);
-    gammas.push_back(std::max(0.0, (point.seconds - moved) / reduced));
+    gamma_num += reduced * (point.seconds - moved);
+    gamma_den += reduced * reduced;
   }
-  link.gamma = Median(gammas);
+  link.gamma = std::max(0.0, gamma_den > 0 ? gamma_num / gamma_den : 0.0);
+
+  // The spin's length: about three of the largest allreduces, so that the allreduce ends
+  // while every rank still computes. Every rank spins the same number of rounds.
+  const std::size_t count = gradients.size();
+  volatile double sink = 0;
+  constexpr long kProbeRounds = 2000000;
+  double start = CommClockSeconds();
+  sink = sink + Spin(comm, kProbeRounds);
+  const double probe = Slowest(comm, CommClockSeconds() - start);
+  const double target = std::max(0.05, 3 * result.allreduce.back().seconds);
+  const long rounds = static_cast<long>(kProbeRounds * target / std::max(probe, 1e-6));
+  std::vector<double> alone, stretch;
+  for (int run = -1; run < repeats; ++run) {
+    comm->Barrier("calibration: start");
+    start = CommClockSeconds();
+    sink = sink + Spin(comm, rounds);
+    const double spin = Slowest(comm, CommClockSeconds() - start);
+    comm->Barrier("calibration: start");
+    start = CommClockSeconds();
+    CommHandle handle = comm->IAllreduce(gradients.data(), count, CommType::kFloat, ReduceOp::kSum,
+                                         MemoryKind::kHost, "calibration: allreduce under a spin");
+    sink = sink + Spin(comm, rounds);
+    const double spun = Slowest(comm, CommClockSeconds() - start);
+    handle->Wait();
+    if (run >= 0) {
+      alone.push_back(spin);
+      stretch.push_back(spun - spin);
+    }
+  }
+  result.spin_seconds = Median(alone);
+  result.stretch_seconds = std::max(0.0, Median(stretch));
+  result.stretch_bytes = CollectiveBytesSent(CollectiveKind::kAllreduce, count * 4.0, result.ranks);
+  link.cpu = result.stretch_seconds * shared_cores / result.stretch_bytes;
+  link.shared_cores = shared_cores;
   result.link = link;
   for (auto& point : result.ping_pong) point.predicted = link.alpha + point.bytes * link.beta;
   for (auto& point : result.allreduce) {

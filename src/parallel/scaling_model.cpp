@@ -112,6 +112,12 @@ double RingAllreduceSeconds(double bytes, int ranks, const LinkCost& link) {
   return 2.0 * (ranks - 1) * (link.alpha + share * link.beta) + (ranks - 1) * share * link.gamma;
 }
 
+double CollectiveBytesSent(CollectiveKind kind, double bytes, int ranks) {
+  DOPPIO_ENSURE(ranks >= 1) << "ranks must be at least 1, not " << ranks;
+  const double others = ranks - 1;
+  return kind == CollectiveKind::kAllreduce ? 2 * others * bytes : others * bytes;
+}
+
 double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
                          const LinkCost& link) {
   DOPPIO_ENSURE(ranks >= 1) << "ranks must be at least 1, not " << ranks;
@@ -173,7 +179,9 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
   prediction.iteration = prediction.compute;
   if (ranks == 1 || profile.buckets.empty()) return prediction;
 
+  double bytes_sent = 0;
   const auto cost = [&](CollectiveKind kind, double bytes) {
+    bytes_sent += CollectiveBytesSent(kind, bytes, ranks);
     return CollectiveSeconds(library, kind, bytes, ranks, link);
   };
   if (mode == SyncMode::kBlocking) {
@@ -201,6 +209,12 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
       prediction.comm += broadcast;
       prediction.iteration += broadcast;
     }
+  }
+  prediction.comm_cpu = bytes_sent * link.cpu;
+  if (link.shared_cores > 0) {
+    const double cores = link.shared_cores;
+    const double busy = std::min<double>(ranks, cores) * prediction.compute + prediction.comm_cpu;
+    prediction.iteration = std::max(prediction.iteration, busy / cores);
   }
   prediction.exposed = prediction.iteration - prediction.compute;
   return prediction;

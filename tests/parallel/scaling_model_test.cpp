@@ -146,6 +146,53 @@ TEST(ScalingModel, OneRankCommunicatesNothing) {
   EXPECT_THROW(Predict(profile, SyncMode::kOverlap, 0), Error);
 }
 
+TEST(ScalingModel, CollectivesSendTheirBytesFromEveryRankButTheRoot) {
+  // The ring: every rank sends 2(N-1)/N of the buffer; a reduce or broadcast crosses N-1 links.
+  EXPECT_EQ(CollectiveBytesSent(CollectiveKind::kAllreduce, 1e6, 4), 6e6);
+  EXPECT_EQ(CollectiveBytesSent(CollectiveKind::kReduce, 1e6, 4), 3e6);
+  EXPECT_EQ(CollectiveBytesSent(CollectiveKind::kBroadcast, 1e6, 2), 1e6);
+  EXPECT_EQ(CollectiveBytesSent(CollectiveKind::kAllreduce, 1e6, 1), 0);
+}
+
+TEST(ScalingModel, SharedCoresCannotHideCpuBoundCommunication) {
+  // The three layers, one bucket of 20 MB released at 40 ms, on a fast wire (1 ms a MB:
+  // done at 60 ms, hidden behind backward): on the wire alone the iteration is the compute.
+  const IterationProfile profile = ThreeLayers({{20, 2}});
+  LinkCost link = Link(0, 1e-9, 0);
+  link.cpu = 2e-9;  // 2 core-ns per byte sent
+  EXPECT_NEAR(
+      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link).iteration,
+      0.095, 1e-12);
+  // Two ranks on 2 shared cores: the ring sends 2 x 20 MB, 80 core-ms, which the cores must
+  // find beside 2 x 95 ms of compute: (190 + 80) / 2 = 135 ms.
+  link.shared_cores = 2;
+  const IterationPrediction two =
+      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link);
+  EXPECT_NEAR(two.comm_cpu, 0.080, 1e-12);
+  EXPECT_NEAR(two.iteration, 0.135, 1e-12);
+  EXPECT_NEAR(two.exposed, 0.040, 1e-12);
+  // Four ranks: the compute (95 ms, one rank's with all four running) already shares the 2
+  // cores; the ring sends 6 x 20 MB, 240 core-ms: 95 + 240 / 2 = 215 ms.
+  EXPECT_NEAR(
+      PredictIteration(profile, SyncMode::kOverlap, 4, CollectiveLibrary::kNccl, link).iteration,
+      0.215, 1e-12);
+  // Blocking on 2 ranks: the wire's 90 + 20 + 5 = 115 ms is less than the cores' 135.
+  EXPECT_NEAR(
+      PredictIteration(profile, SyncMode::kBlocking, 2, CollectiveLibrary::kNccl, link).iteration,
+      0.135, 1e-12);
+  // Where the wire is slower than the cores (10 ms a MB: a 200 ms allreduce), it sets the
+  // pace: 40 + 200 + 5.
+  link.beta = 1e-8;
+  EXPECT_NEAR(
+      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link).iteration,
+      0.245, 1e-12);
+  // One rank of 4 cores: with cores to spare, the compute alone: max(95, (95 + 0) / 4).
+  link.shared_cores = 4;
+  EXPECT_NEAR(
+      PredictIteration(profile, SyncMode::kOverlap, 1, CollectiveLibrary::kNccl, link).iteration,
+      0.095, 1e-12);
+}
+
 // x (2 x 10) -> ip1 (100) -> ip2 (50) -> Euclidean loss.
 NetParameter TwoLayerNet() {
   return ParseText<NetParameter>(

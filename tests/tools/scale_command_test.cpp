@@ -144,6 +144,8 @@ TEST(ScaleCommand, BadInputIsAnErrorNamingTheFlag) {
       {lenet + "--link=1gbit --ranks=0,2", "every rank count must be at least 1"},
       {lenet + "--link=1gbit --sync=fast", "--sync must be overlap, reduce_bcast or blocking"},
       {lenet + "--link=1gbit --collectives=gloo", "--collectives must be mpi or nccl"},
+      {lenet + "--link=1gbit --comm_cpu_gbs=-1", "--comm_cpu_gbs must not be negative"},
+      {lenet + "--link=1gbit --shared_cores=-2", "--shared_cores must not be negative"},
       {std::string(kLeNet) + "--link=1gbit --time_json=/no/such.json", "/no/such.json"},
       {"scale --calibrate", "mpirun -np 2"},
   };

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "command.hpp"
 #include "common_flags.hpp"
@@ -47,6 +48,14 @@ DEFINE_double(latency_us, 50, "scale: the time of one message between two ranks 
 DEFINE_double(reduce_gbs, 0,
               "scale: how fast a rank sums a received buffer into its own, GB/s (gamma); 0: "
               "summing costs nothing next to the wire.");
+DEFINE_double(comm_cpu_gbs, 0,
+              "scale: with --shared_cores, the bytes per second (GB/s) that one core's time "
+              "sends between ranks, all copying and summing on both ends included; 0: "
+              "communication takes no CPU from the compute.");
+DEFINE_int32(shared_cores, 0,
+             "scale: the cores all ranks share (ranks on one machine, as scripts/cluster.sh's "
+             "hosts), whose time communication takes from the compute; 0: none shared. "
+             "--calibrate: the cores to assume (0: this machine's).");
 DEFINE_string(collectives, "mpi",
               "scale: whose collectives the ranks run: mpi (Open MPI, as MpiCommunicator "
               "issues them) or nccl (NcclCommunicator: ring allreduce).");
@@ -112,12 +121,16 @@ LinkCost CostAt(double bits_per_second) {
   cost.alpha = FLAGS_latency_us * 1e-6;
   cost.beta = 8.0 / bits_per_second;
   cost.gamma = FLAGS_reduce_gbs > 0 ? 1.0 / (FLAGS_reduce_gbs * 1e9) : 0.0;
+  cost.cpu = FLAGS_comm_cpu_gbs > 0 ? 1.0 / (FLAGS_comm_cpu_gbs * 1e9) : 0.0;
+  cost.shared_cores = FLAGS_shared_cores;
   return cost;
 }
 
 std::vector<NamedLink> LinksFromFlags() {
   DOPPIO_ENSURE(FLAGS_latency_us >= 0) << "--latency_us must not be negative";
   DOPPIO_ENSURE(FLAGS_reduce_gbs >= 0) << "--reduce_gbs must not be negative";
+  DOPPIO_ENSURE(FLAGS_comm_cpu_gbs >= 0) << "--comm_cpu_gbs must not be negative";
+  DOPPIO_ENSURE(FLAGS_shared_cores >= 0) << "--shared_cores must not be negative";
   DOPPIO_ENSURE(FLAGS_link.empty() || FLAGS_bandwidth_gbps == 0)
       << "give --link or --bandwidth_gbps, not both";
   std::vector<NamedLink> links;
@@ -257,6 +270,7 @@ std::string RowJson(const Row& row, const LinkCost& link) {
       << ", \"compute_ms\": " << row.prediction.compute * 1e3
       << ", \"exposed_ms\": " << row.prediction.exposed * 1e3
       << ", \"comm_ms\": " << row.prediction.comm * 1e3
+      << ", \"comm_cpu_ms\": " << row.prediction.comm_cpu * 1e3
       << ", \"images_per_s\": " << row.images_per_second << ", \"efficiency\": " << row.efficiency
       << "}";
   return out.str();
@@ -284,8 +298,12 @@ int Calibrate() {
          "scale --calibrate (or on the hosts you want to measure)";
   MpiCommunicator comm;
   SetUpRankLogging(comm.rank(), comm.size());
+  DOPPIO_ENSURE(FLAGS_shared_cores >= 0) << "--shared_cores must not be negative";
+  const int cores = FLAGS_shared_cores > 0
+                        ? FLAGS_shared_cores
+                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const LinkCalibration result =
-      CalibrateLink(&comm, FLAGS_calibrate_max_mb * (1 << 20), FLAGS_calibrate_repeats);
+      CalibrateLink(&comm, FLAGS_calibrate_max_mb * (1 << 20), FLAGS_calibrate_repeats, cores);
   if (comm.rank() != 0) {
     comm.Barrier("calibration: done");
     return 0;
@@ -310,16 +328,24 @@ int Calibrate() {
       "alpha %.1f us, beta %.4f ns/byte (%.3f Gbit/s), gamma %.4f ns/byte (%.3f GB/s "
       "summed)\n",
       link.alpha * 1e6, link.beta * 1e9, gbps, link.gamma * 1e9, reduce_gbs);
+  const double cpu_gbs = link.cpu > 0 ? 1.0 / link.cpu / 1e9 : 0;
+  std::printf(
+      "the largest allreduce under a spin on every rank: the spin took %.1f ms alone, %.1f ms "
+      "more with it in flight (%.0f bytes sent): %.3f GB/s a core on %d shared cores\n",
+      result.spin_seconds * 1e3, result.stretch_seconds * 1e3, result.stretch_bytes, cpu_gbs,
+      cores);
   std::printf(
       "for later runs: doppio scale --latency_us=%.1f --bandwidth_gbps=%.4g "
-      "--reduce_gbs=%.4g\n",
-      link.alpha * 1e6, gbps, reduce_gbs);
+      "--reduce_gbs=%.4g --comm_cpu_gbs=%.4g --shared_cores=%d\n",
+      link.alpha * 1e6, gbps, reduce_gbs, cpu_gbs, cores);
   if (!FLAGS_json.empty()) {
     std::ostringstream out;
     out.precision(9);
     out << "{\"ranks\": " << result.ranks << ", \"latency_us\": " << link.alpha * 1e6
         << ", \"bandwidth_gbps\": " << gbps << ", \"reduce_gbs\": " << reduce_gbs
-        << ", \"ping_pong\": [";
+        << ", \"comm_cpu_gbs\": " << cpu_gbs << ", \"shared_cores\": " << cores
+        << ", \"spin_ms\": " << result.spin_seconds * 1e3
+        << ", \"stretch_ms\": " << result.stretch_seconds * 1e3 << ", \"ping_pong\": [";
     for (std::size_t i = 0; i < result.ping_pong.size(); ++i) {
       out << (i ? ", " : "") << "[" << result.ping_pong[i].bytes << ", "
           << result.ping_pong[i].seconds << "]";
@@ -376,6 +402,12 @@ int ScaleCommand() {
   std::printf("gradients: %s in %zu buckets (--bucket_mb=%g), --sync=%s, --collectives=%s\n",
               Megabytes(gradient_bytes).c_str(), plan.buckets.size(), FLAGS_bucket_mb,
               SyncModeName(sync), CollectiveLibraryName(library));
+  if (FLAGS_shared_cores > 0 && FLAGS_comm_cpu_gbs > 0) {
+    std::printf(
+        "the ranks share %d cores: every byte sent costs them 1 / %g GB/s of one core's "
+        "time, which backward cannot hide while all of them compute\n",
+        FLAGS_shared_cores, FLAGS_comm_cpu_gbs);
+  }
 
   std::vector<Row> rows;
   std::vector<std::string> json_rows;

@@ -19,6 +19,11 @@ struct LinkCalibration {
   LinkCost link;
   std::vector<CalibrationPoint> ping_pong;  // between ranks 0 and 1
   std::vector<CalibrationPoint> allreduce;  // every rank, in place, as GradientSync issues it
+  // The largest allreduce again, while every rank computes (a fixed spin standing in for
+  // backward): how much longer the spin took with it in flight than without.
+  double spin_seconds = 0;     // the spin alone, every rank at once (the slowest)
+  double stretch_seconds = 0;  // what the allreduce in flight added to it
+  double stretch_bytes = 0;    // the bytes all ranks sent in that allreduce
 };
 
 // Runs on every rank of `comm` (at least 2), collectively. Ping-pong between ranks 0 and 1
@@ -26,8 +31,14 @@ struct LinkCalibration {
 // max_bytes: alpha is the fastest one-way time of the messages up to 16 KB, beta the
 // least-squares slope of the larger ones above it. Then the allreduce sweep over all ranks:
 // gamma (the cost of reducing a byte) is what the allreduce takes beyond the alpha-beta cost
-// of the algorithm Open MPI runs, per byte reduced (the median over the sizes from 64 KB).
+// of the algorithm Open MPI runs, per byte reduced (the least-squares slope, which the
+// largest sizes set).
 // Every point is the median of `repeats` runs (the slowest rank's time).
-LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats);
+// Last, the cost of communication on shared cores: every rank spins for about three times
+// the largest allreduce, alone and with that allreduce in flight (alternately); link.cpu is
+// the median stretch times `shared_cores`, per byte sent by all ranks (the stretch is that
+// work spread over the cores; on ranks with cores of their own it is near 0).
+// link.shared_cores is set to `shared_cores`.
+LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats, int shared_cores);
 
 }  // namespace doppio

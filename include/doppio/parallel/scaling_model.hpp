@@ -17,10 +17,19 @@ namespace doppio {
 // What moving and reducing bytes between two ranks costs. A message of n bytes takes
 // alpha + n * beta; every rank has its own full-duplex link, and the messages one rank sends
 // at the same time share it. Summing a received buffer into one's own costs gamma per byte.
+//
+// Where the ranks share one machine's cores (a cluster of network namespaces, or ranks
+// packed on a host whose network stack copies through the CPU), every byte sent also costs
+// `cpu` seconds of one core (the sender's and the receiver's copies and the summing
+// included), taken from the same `shared_cores` that run the ranks' compute: overlap cannot
+// hide that work when every core is computing. shared_cores = 0: the ranks have cores (or a
+// NIC) of their own for communication, and only the wire counts.
 struct LinkCost {
-  double alpha = 0;  // seconds per message
-  double beta = 0;   // seconds per byte on the wire
-  double gamma = 0;  // seconds per byte reduced
+  double alpha = 0;         // seconds per message
+  double beta = 0;          // seconds per byte on the wire
+  double gamma = 0;         // seconds per byte reduced
+  double cpu = 0;           // core-seconds per byte sent, all ranks' copying and summing
+  double shared_cores = 0;  // the cores all ranks share; 0: none shared
 };
 
 // Whose collectives run, which decides the algorithms:
@@ -45,6 +54,11 @@ enum class CollectiveKind { kAllreduce, kReduce, kBroadcast };
 // until the last rank has its result. 0 on one rank.
 double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
                          const LinkCost& link);
+
+// The bytes all `ranks` ranks send together in one collective of `bytes` (what the
+// collective costs the shared cores): the ring allreduce 2(N-1) n, a reduce or a broadcast
+// (N-1) n, whichever tree or chain carries them.
+double CollectiveBytesSent(CollectiveKind kind, double bytes, int ranks);
 
 // The textbook costs the library's choices are made of (exposed for the tests and for
 // comparison in the output).
@@ -78,6 +92,7 @@ struct IterationPrediction {
   double compute = 0;    // forward + backward + update
   double exposed = 0;    // iteration - compute: communication backward did not hide
   double comm = 0;       // seconds the communication stream was busy
+  double comm_cpu = 0;   // core-seconds the communication took from the shared cores
 };
 
 // Replays one iteration: forward, then backward layer by layer from the last; a bucket is
@@ -87,6 +102,10 @@ struct IterationPrediction {
 // broadcast of the weights; blocking: one allreduce of blocking_bytes after backward. The
 // update starts when backward and the communication are both done. One rank communicates
 // nothing.
+// With shared cores (link.shared_cores = P > 0) the iteration also takes at least what the
+// cores must do: the compute of the ranks that run at once, min(N, P) x compute (the
+// compute time is one rank's with all N running, so N > P ranks already share the P cores
+// in it), plus comm_cpu, spread over P cores; the prediction is the longer of the two.
 IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode mode, int ranks,
                                      CollectiveLibrary library, const LinkCost& link);
 
