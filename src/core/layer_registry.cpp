@@ -87,10 +87,13 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
     return entry != engines.end() && reason(entry->second).empty();
   };
   if (requested == "DEFAULT") {
-    // cuDNN takes over on the GPU where it registered and can run the configuration; the
-    // CPU runs Doppio's own kernels unless a layer asks for ONEDNN.
-    if (mode == Mode::GPU && usable("CUDNN")) return "CUDNN";
-    return "CAFFE";
+    // The library's kernels take over where they registered and can run the configuration:
+    // cuDNN on the GPU, oneDNN on the CPU (a build without oneDNN registers none, and its
+    // double layers refuse). A shape that only Reshape sees and whose Caffe results oneDNN
+    // cannot give (average pooling whose windows overhang the padding) runs CAFFE's kernels
+    // inside the ONEDNN layer, which logs it.
+    if (mode == Mode::GPU) return usable("CUDNN") ? "CUDNN" : "CAFFE";
+    return usable("ONEDNN") ? "ONEDNN" : "CAFFE";
   }
   if (requested == "CUDNN" && mode == Mode::CPU) {
     VLOG(1) << "layer '" << param.name() << "' asks for engine CUDNN; on the CPU it runs "

@@ -9,6 +9,7 @@
 
 #include "doppio/core/debug_info.hpp"
 #include "doppio/core/insert_splits.hpp"
+#include "doppio/core/layer_fusion.hpp"
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/device/gpu_math.hpp"
 #include "doppio/util/io.hpp"
@@ -239,6 +240,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
 
   LOG(INFO) << "Network '" << name_ << "' (" << Phase_Name(phase_) << "): " << layers_.size()
             << " layers, " << arena_count_ << " learnable parameters";
+  LayerFusions<Dtype>::Run(*this);
   LogEngines();
   LOG(INFO) << "Memory required for data: " << memory_used * sizeof(Dtype) << " bytes";
   LOG(INFO) << "Memory required for parameters: " << parameter_bytes()

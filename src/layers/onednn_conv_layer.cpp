@@ -48,6 +48,7 @@ void OnednnConvolutionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) 
   DOPPIO_ENSURE(bottom[0]->num_axes() == 4)
       << this->Describe() << ": engine ONEDNN needs 4-d (N, C, H, W) bottoms, got "
       << bottom[0]->shape_string();
+  top_count_ = static_cast<int>(top.size());
   if (bottom[0]->shape() == prepared_shape_) return;
   UseOnednnThreads();
   OnednnCall(this->Describe(), "convolution forward", [&] { PrepareForward(); });
@@ -67,7 +68,7 @@ void OnednnConvolutionLayer::PrepareForward() {
                                             dnnl::algorithm::convolution_direct, AnyDesc(s.src),
                                             AnyDesc(s.weights), AnyDesc(s.dst), s.strides,
                                             s.dilates, s.pad_l, s.pad_r);
-  forward_pd_ = dnnl::convolution_forward::primitive_desc(desc, engine_);
+  forward_pd_ = dnnl::convolution_forward::primitive_desc(desc, PostOps(), engine_);
   forward_ = dnnl::convolution_forward(forward_pd_);
   src_.Init(engine_, OnednnPlainDesc(s.src), forward_pd_.src_desc());
   dst_.Init(engine_, OnednnPlainDesc(s.dst), forward_pd_.dst_desc());
@@ -101,6 +102,13 @@ void OnednnConvolutionLayer::PrepareBackward() {
   share_diff_dst_ = weights_pd.diff_dst_desc() == data_pd.diff_dst_desc();
   diff_weights_.Init(engine_, weights_pd.diff_weights_desc(), OnednnPlainDesc(s.weights));
   if (bias_term_) diff_bias_.Init(engine_, weights_pd.diff_bias_desc(), OnednnPlainDesc(s.bias));
+}
+
+void OnednnConvolutionLayer::RecreateForward() {
+  if (prepared_shape_.empty()) return;
+  UseOnednnThreads();
+  OnednnCall(this->Describe(), "convolution forward with relu", [&] { PrepareForward(); });
+  backward_prepared_ = false;
 }
 
 void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {

@@ -37,7 +37,7 @@ void OnednnInnerProductLayer::PrepareForward() {
                                : dnnl::inner_product_forward::desc(
                                      dnnl::prop_kind::forward_training, OnednnPlainDesc({M_, K_}),
                                      UserWeightsDesc(), OnednnPlainDesc({M_, N_}));
-  forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, engine_);
+  forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, PostOps(), engine_);
   forward_ = dnnl::inner_product_forward(forward_pd_);
   src_.Init(engine_, OnednnPlainDesc({M_, K_}), forward_pd_.src_desc());
   dst_.Init(engine_, OnednnPlainDesc({M_, N_}), forward_pd_.dst_desc());
@@ -68,6 +68,13 @@ void OnednnInnerProductLayer::PrepareBackward() {
   weights_diff_dst_.Init(engine_, OnednnPlainDesc({M_, N_}), weights_pd.diff_dst_desc());
   diff_weights_.Init(engine_, weights_pd.diff_weights_desc(), UserWeightsDesc());
   if (bias_term_) diff_bias_.Init(engine_, weights_pd.diff_bias_desc(), OnednnPlainDesc({N_}));
+}
+
+void OnednnInnerProductLayer::RecreateForward() {
+  if (prepared_m_ < 0) return;
+  UseOnednnThreads();
+  OnednnCall(this->Describe(), "inner product forward with relu", [&] { PrepareForward(); });
+  backward_prepared_ = false;
 }
 
 void OnednnInnerProductLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {

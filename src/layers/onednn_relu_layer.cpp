@@ -30,6 +30,7 @@ void OnednnReLULayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
 }
 
 void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  if (skip_forward_) return;
   if (!FromOutput()) KeepInputIfInPlace(*bottom[0], *top[0]);
   UseOnednnThreads();
   OnednnCall(this->Describe(), "eltwise (relu) forward", [&] {

@@ -16,7 +16,9 @@ void SoftmaxWithLossLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVe
   softmax_param.clear_loss_weight();
   softmax_param.clear_bottom();
   softmax_param.clear_top();
-  softmax_layer_ = std::make_unique<SoftmaxLayer<Dtype>>(softmax_param);
+  // On the GPU the layer's Forward_gpu runs, which every Softmax engine inherits from
+  // SoftmaxLayer: the CPU's choice serves both.
+  softmax_layer_ = LayerRegistry<Dtype>::CreateLayer(softmax_param, Mode::CPU);
   softmax_bottom_ = {bottom[0]};
   softmax_top_ = {&prob_};
   softmax_layer_->SetUp(softmax_bottom_, softmax_top_);

@@ -11,6 +11,7 @@
 #include <limits>
 #include <string>
 
+#include "doppio/layers/softmax_loss_layer.hpp"
 #include "engine_comparison.hpp"
 #include "gradient_checker.hpp"
 #include "test_util.hpp"
@@ -263,6 +264,45 @@ TEST(OnednnSoftmaxTest, Gradient) {
   auto layer = Onednn(Softmax(""));
   GradientChecker<float> checker(1e-2, 1e-3);
   checker.CheckGradientExhaustive(layer.get(), {&bottom}, {&top});
+}
+
+// SoftmaxWithLoss computes its probabilities with a Softmax of the CPU's default engine,
+// ONEDNN, unless its softmax_param asks for CAFFE: the loss, the probabilities and the
+// predictions' gradient agree, over classes and over a spatial map of classes.
+TEST(OnednnSoftmaxWithLossTest, DefaultSoftmaxIsOnednnAndMatchesCaffe) {
+  const std::vector<std::vector<int>> shapes[] = {{{4, 10}, {4}}, {{2, 5, 3, 4}, {2, 3, 4}}};
+  for (const auto& shape : shapes) {
+    Rng rng(43);
+    Blob<float> predictions[2], labels[2], loss[2], prob[2];
+    predictions[0].Reshape(shape[0]);
+    labels[0].Reshape(shape[1]);
+    FillGaussian(&predictions[0], rng, 0.f, 3.f);
+    for (int i = 0; i < labels[0].count(); ++i) {
+      labels[0].mutable_cpu_data()[i] = static_cast<float>(rng.Below(shape[0][1]));
+    }
+    predictions[1].CopyFrom(predictions[0], false, true);
+    labels[1].CopyFrom(labels[0], false, true);
+    const std::string engines[2] = {"softmax_param { engine: CAFFE }", ""};
+    const std::string inner[2] = {"CAFFE", "ONEDNN"};
+    std::shared_ptr<Layer<float>> layer[2];
+    for (int e = 0; e < 2; ++e) {
+      layer[e] = LayerRegistry<float>::CreateLayer(
+          ParseText<LayerParameter>("name: 'loss' type: 'SoftmaxWithLoss' " + engines[e]),
+          Mode::CPU);
+      const std::vector<Blob<float>*> bottom = {&predictions[e], &labels[e]};
+      const std::vector<Blob<float>*> top = {&loss[e], &prob[e]};
+      layer[e]->SetUp(bottom, top);
+      EXPECT_EQ(
+          dynamic_cast<const SoftmaxWithLossLayer<float>&>(*layer[e]).softmax_layer().engine(),
+          inner[e]);
+      layer[e]->Forward(bottom, top);
+      layer[e]->Backward(top, {true, false}, bottom);
+    }
+    ExpectClose(loss[1].cpu_data(), loss[0].cpu_data(), 1, 1e-6, "loss");
+    ExpectClose(prob[1].cpu_data(), prob[0].cpu_data(), prob[0].count(), 1e-6, "probabilities");
+    ExpectClose(predictions[1].cpu_diff(), predictions[0].cpu_diff(), predictions[0].count(), 1e-6,
+                "predictions' diff");
+  }
 }
 
 TEST(OnednnConcatTest, GoogLeNetInceptionOutput) {

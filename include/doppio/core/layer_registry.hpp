@@ -72,10 +72,10 @@ const LayerTraits& LayerTypeTraits(const std::string& type);
 //
 // Engine choice (the *_param.engine field): CAFFE is Doppio's own kernels; CUDNN is cuDNN,
 // which only runs on a GPU; ONEDNN is oneDNN, which only runs on the CPU. DEFAULT means CUDNN
-// for a layer created to run on the GPU, when registered and able to handle the
-// configuration, and CAFFE otherwise (CPU mode included: ONEDNN runs where a layer, or
-// `doppio time --engine`, asks for it). An explicit CUDNN in CPU mode, or
-// ONEDNN in GPU mode, gets CAFFE too (the same results; neither library has the other's
+// for a layer created to run on the GPU and ONEDNN for one created to run on the CPU, when
+// registered (ONEDNN: in a build with oneDNN, float) and able to handle the configuration,
+// and CAFFE otherwise; `engine: CAFFE` keeps Doppio's kernels. An explicit CUDNN in CPU mode,
+// or ONEDNN in GPU mode, gets CAFFE too (the same results; neither library has the other's
 // code). An explicit engine the build lacks, or one that cannot run the configuration, is an
 // Error with the reason.
 template <typename Dtype>

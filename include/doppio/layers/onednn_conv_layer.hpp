@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "doppio/layers/conv_layer.hpp"
+#include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_params.hpp"
 
 namespace doppio {
@@ -15,14 +16,16 @@ namespace doppio {
 // on the first Backward for a shape). oneDNN picks the activations' and weights' layouts;
 // blobs stay in Caffe's NCHW and are reordered around each call, while the weights in
 // oneDNN's layout are cached until the parameters are written again. On the GPU it is the
-// CAFFE ConvolutionLayer.
-class OnednnConvolutionLayer : public ConvolutionLayer<float> {
+// CAFFE ConvolutionLayer. An in-place ReLU after it can run as its post-op (OnednnReLUFusable).
+class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLUFusable {
  public:
   explicit OnednnConvolutionLayer(const LayerParameter& param) : ConvolutionLayer<float>(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
   // Why the engine cannot run a configuration ("" when it can), for the registry.
   static std::string Unsupported(const LayerParameter& param);
+
+  bool CanFuseReLU() const override { return top_count_ == 1; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -36,11 +39,13 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float> {
   Shapes ConvShapes() const;
   void PrepareForward();
   void PrepareBackward();
+  void RecreateForward() override;
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   std::vector<int> prepared_shape_;
   bool backward_prepared_ = false;
+  int top_count_ = 0;
 
   dnnl::convolution_forward::primitive_desc forward_pd_;
   dnnl::convolution_forward forward_;

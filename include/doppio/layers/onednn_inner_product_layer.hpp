@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "doppio/layers/inner_product_layer.hpp"
+#include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_params.hpp"
 
 namespace doppio {
@@ -13,10 +14,11 @@ namespace doppio {
 // weights (num_output x K, or K x num_output with transpose) read where they lie in Caffe's
 // layout. oneDNN's GEMM-based kernels take that layout as it is; a blocked copy would cost
 // a copy of every weight (AlexNet's fc6 alone is 151 MB) for little speed.
-class OnednnInnerProductLayer : public InnerProductLayer<float> {
+class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnReLUFusable {
  public:
   explicit OnednnInnerProductLayer(const LayerParameter& param) : InnerProductLayer<float>(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+  bool CanFuseReLU() const override { return true; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -26,6 +28,7 @@ class OnednnInnerProductLayer : public InnerProductLayer<float> {
  private:
   void PrepareForward();
   void PrepareBackward();
+  void RecreateForward() override;
   // The weights as Caffe stores them: (num_output, K) rows, or their transpose.
   dnnl::memory::desc UserWeightsDesc() const;
 

@@ -17,6 +17,13 @@ class OnednnReLULayer : public ReLULayer<float> {
   explicit OnednnReLULayer(const LayerParameter& param) : ReLULayer<float>(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
+  float negative_slope() const { return negative_slope_; }
+  // The net's fusion pass (onednn_fusion.cpp) had the layer before this in-place ReLU apply
+  // it as a post-op: Forward on the CPU then leaves the data as it is. Backward is unchanged:
+  // it reads the output's sign, which the fused output has (negative_slope >= 0).
+  void SkipForward() { skip_forward_ = true; }
+  bool skips_forward() const { return skip_forward_; }
+
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -29,6 +36,7 @@ class OnednnReLULayer : public ReLULayer<float> {
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   int prepared_count_ = -1;
+  bool skip_forward_ = false;
   dnnl::eltwise_forward forward_;
   dnnl::eltwise_backward backward_;
   dnnl::memory data_, dst_, diff_dst_, diff_src_;

@@ -10,7 +10,9 @@ namespace doppio {
 
 // Multinomial logistic loss of the softmax of the predictions: -log p[label], summed over
 // the positions whose label is not loss_param.ignore_label and divided by the normalizer of
-// loss_param.normalization. An optional second top receives the probabilities.
+// loss_param.normalization. An optional second top receives the probabilities. The softmax
+// is a Softmax layer of the engine the registry chooses on the CPU for softmax_param's
+// engine: ONEDNN by default in a build with oneDNN (float), CAFFE otherwise.
 template <typename Dtype>
 class SoftmaxWithLossLayer : public LossLayer<Dtype> {
  public:
@@ -24,6 +26,8 @@ class SoftmaxWithLossLayer : public LossLayer<Dtype> {
   int ExactNumTopBlobs() const override { return -1; }
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
+  // The layer that computes the probabilities: its engine() says which engine runs them.
+  const Layer<Dtype>& softmax_layer() const { return *softmax_layer_; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -39,7 +43,7 @@ class SoftmaxWithLossLayer : public LossLayer<Dtype> {
   // ignore label nor a valid class; returns -1 for an ignored position.
   int CheckedLabel(const Dtype* labels, int i, int j) const;
 
-  std::unique_ptr<SoftmaxLayer<Dtype>> softmax_layer_;
+  std::shared_ptr<Layer<Dtype>> softmax_layer_;
   Blob<Dtype> prob_;
   BlobVec softmax_bottom_;
   BlobVec softmax_top_;

@@ -1,0 +1,166 @@
+// The oneDNN engine's fusion of Convolution or InnerProduct + in-place ReLU
+// (src/layers/onednn_fusion.cpp): a net whose ReLUs run in place, and so are fused, computes
+// what the same net computes with its ReLUs writing other blobs, which are not fused: the
+// outputs, the loss, every parameter gradient and the input's gradient, in TRAIN and TEST. A
+// ReLU not in place (as it must be where another layer also reads the convolution's output),
+// with a negative slope, or on the CAFFE engine, is not fused.
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "doppio/core/net.hpp"
+#include "doppio/layers/onednn_relu_layer.hpp"
+#include "engine_comparison.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+// Two convolutions with ReLUs (the second leaky), pooling, two inner products (the first with
+// a ReLU) and a loss. With `in_place` the ReLUs overwrite their bottoms; otherwise they write
+// blobs of their own. `extra` goes right after conv1 (a second reader of its output).
+std::string TestNet(bool in_place, float slope2, const std::string& extra = "") {
+  const std::string relu1 = in_place ? "conv1" : "relu1";
+  const std::string relu2 = in_place ? "conv2" : "relu2";
+  const std::string relu3 = in_place ? "ip1" : "relu3";
+  return R"(
+    name: 'fusion' force_backward: true
+    layer { name: 'data' type: 'Input' top: 'data' top: 'label'
+            input_param { shape { dim: 4 dim: 3 dim: 12 dim: 12 } shape { dim: 4 } } }
+    layer { name: 'conv1' type: 'Convolution' bottom: 'data' top: 'conv1'
+            convolution_param { num_output: 8 kernel_size: 3 pad: 1
+                                weight_filler { type: 'gaussian' std: 0.3 }
+                                bias_filler { type: 'gaussian' std: 0.3 } } }
+    )" + extra +
+         R"(
+    layer { name: 'relu1' type: 'ReLU' bottom: 'conv1' top: ')" +
+         relu1 + R"(' }
+    layer { name: 'conv2' type: 'Convolution' bottom: ')" +
+         relu1 + R"(' top: 'conv2'
+            convolution_param { num_output: 6 kernel_size: 3 stride: 2
+                                weight_filler { type: 'gaussian' std: 0.3 }
+                                bias_filler { type: 'gaussian' std: 0.3 } } }
+    layer { name: 'relu2' type: 'ReLU' bottom: 'conv2' top: ')" +
+         relu2 + "' relu_param { negative_slope: " + std::to_string(slope2) + R"( } }
+    layer { name: 'pool' type: 'Pooling' bottom: ')" +
+         relu2 + R"(' top: 'pool' pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+    layer { name: 'ip1' type: 'InnerProduct' bottom: 'pool' top: 'ip1'
+            inner_product_param { num_output: 7 weight_filler { type: 'gaussian' std: 0.3 }
+                                  bias_filler { type: 'gaussian' std: 0.3 } } }
+    layer { name: 'relu3' type: 'ReLU' bottom: 'ip1' top: ')" +
+         relu3 + R"(' }
+    layer { name: 'ip' type: 'InnerProduct' bottom: ')" +
+         relu3 + R"(' top: 'ip'
+            inner_product_param { num_output: 5 weight_filler { type: 'gaussian' std: 0.3 } } }
+    layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' top: 'loss' }
+  )";
+}
+
+std::unique_ptr<Net<float>> MakeNet(const std::string& text, Phase phase) {
+  NetParameter param = ParseText<NetParameter>(text);
+  param.mutable_state()->set_phase(phase);
+  return std::make_unique<Net<float>>(param);
+}
+
+bool Fused(const Net<float>& net, const std::string& relu) {
+  const auto* layer = dynamic_cast<const OnednnReLULayer*>(net.layer_by_name(relu).get());
+  return layer != nullptr && layer->skips_forward();
+}
+
+// Gives `b` the inputs and parameters of `a`, runs both forward and backward (twice, so that
+// the parameter gradients accumulate), and compares the results.
+void ExpectSameResults(Net<float>& a, Net<float>& b, Phase phase) {
+  Rng rng(5);
+  FillGaussian(a.blob_by_name("data").get(), rng);
+  Blob<float>& label = *a.blob_by_name("label");
+  for (int i = 0; i < label.count(); ++i) label.mutable_cpu_data()[i] = static_cast<float>(i % 5);
+  b.blob_by_name("data")->CopyFrom(*a.blob_by_name("data"));
+  b.blob_by_name("label")->CopyFrom(label);
+  ASSERT_EQ(a.learnable_params().size(), b.learnable_params().size());
+  for (std::size_t p = 0; p < a.learnable_params().size(); ++p) {
+    b.learnable_params()[p]->CopyFrom(*a.learnable_params()[p]);
+  }
+  const double tolerance = 1e-5;
+  for (int pass = 1; pass <= 2; ++pass) {
+    float loss[2];
+    a.Forward(&loss[0]);
+    b.Forward(&loss[1]);
+    EXPECT_NEAR(loss[0], loss[1], tolerance * std::fabs(loss[0]));
+    ExpectClose(b.blob_by_name("ip")->cpu_data(), a.blob_by_name("ip")->cpu_data(),
+                a.blob_by_name("ip")->count(), tolerance, "ip");
+    ExpectClose(b.blob_by_name("pool")->cpu_data(), a.blob_by_name("pool")->cpu_data(),
+                a.blob_by_name("pool")->count(), tolerance, "pool");
+    if (phase == TEST) continue;
+    a.Backward();
+    b.Backward();
+    const std::string when = "pass " + std::to_string(pass) + ": ";
+    for (std::size_t p = 0; p < a.learnable_params().size(); ++p) {
+      const Blob<float>& want = *a.learnable_params()[p];
+      ExpectClose(b.learnable_params()[p]->cpu_diff(), want.cpu_diff(), want.count(), tolerance,
+                  when + "gradient of learnable blob " + std::to_string(p));
+    }
+    ExpectClose(b.blob_by_name("data")->cpu_diff(), a.blob_by_name("data")->cpu_diff(),
+                a.blob_by_name("data")->count(), tolerance, when + "data diff");
+  }
+}
+
+void CompareFusedWithUnfused(Phase phase, float slope2) {
+  const auto unfused = MakeNet(TestNet(false, slope2), phase);
+  const auto fused = MakeNet(TestNet(true, slope2), phase);
+  EXPECT_FALSE(Fused(*unfused, "relu1"));
+  EXPECT_FALSE(Fused(*unfused, "relu2"));
+  EXPECT_TRUE(Fused(*fused, "relu1"));
+  EXPECT_TRUE(Fused(*fused, "relu2"));
+  EXPECT_TRUE(Fused(*fused, "relu3"));
+  ExpectSameResults(*unfused, *fused, phase);
+}
+
+TEST(OnednnFusionTest, FusedTrainNetEqualsUnfused) { CompareFusedWithUnfused(TRAIN, 0.1f); }
+
+TEST(OnednnFusionTest, FusedTestNetEqualsUnfused) { CompareFusedWithUnfused(TEST, 0.f); }
+
+TEST(OnednnFusionTest, ConvolutionOutputReadElsewhereIsNotFused) {
+  // 'probe' reads conv1's output beside relu1, which therefore cannot run in place (a net
+  // refuses an in-place layer on a blob another layer also reads): relu1 is not fused, and
+  // the probe sees the convolution's output before the ReLU, negative values included.
+  const std::string probe =
+      "layer { name: 'probe' type: 'Pooling' bottom: 'conv1' top: 'probe' "
+      "pooling_param { pool: AVE kernel_size: 2 stride: 2 } }";
+  EXPECT_THROW(MakeNet(TestNet(true, 0.f, probe), TRAIN), Error);
+  const auto net = MakeNet(TestNet(false, 0.f, probe), TRAIN);
+  EXPECT_FALSE(Fused(*net, "relu1"));
+  Rng rng(7);
+  FillGaussian(net->blob_by_name("data").get(), rng);
+  net->Forward();
+  const Blob<float>& seen = *net->blob_by_name("probe");
+  EXPECT_LT(*std::min_element(seen.cpu_data(), seen.cpu_data() + seen.count()), 0.f);
+}
+
+TEST(OnednnFusionTest, NegativeSlopeIsNotFused) {
+  const auto fused = MakeNet(TestNet(true, -0.5f), TRAIN);
+  EXPECT_TRUE(Fused(*fused, "relu1"));
+  EXPECT_FALSE(Fused(*fused, "relu2"));
+  const auto unfused = MakeNet(TestNet(false, -0.5f), TRAIN);
+  ExpectSameResults(*unfused, *fused, TRAIN);
+}
+
+TEST(OnednnFusionTest, CaffeReLUIsNotFused) {
+  NetParameter param = ParseText<NetParameter>(TestNet(true, 0.f));
+  for (auto& layer : *param.mutable_layer()) {
+    if (layer.type() == "ReLU") layer.mutable_relu_param()->set_engine(ReLUParameter::CAFFE);
+  }
+  Net<float> net(param);
+  EXPECT_EQ(net.layer_by_name("relu1")->engine(), "CAFFE");
+  EXPECT_EQ(net.layer_by_name("conv1")->engine(), "ONEDNN");
+  EXPECT_FALSE(Fused(net, "relu1"));
+}
+
+}  // namespace
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN
