@@ -9,7 +9,9 @@ namespace doppio {
 void OnednnReLULayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   ReLULayer<float>::Reshape(bottom, top);
   const int count = bottom[0]->count();
-  if (count == prepared_count_) return;
+  const bool from_output = negative_slope_ >= 0 && bottom[0] == top[0];
+  if (count == prepared_count_ && from_output == from_output_) return;
+  from_output_ = from_output;
   UseOnednnThreads();
   OnednnCall(this->Describe(), "eltwise (relu)", [&] {
     const dnnl::memory::desc desc = OnednnPlainDesc({count});

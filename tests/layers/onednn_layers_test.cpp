@@ -12,6 +12,7 @@
 #include <string>
 
 #include "doppio/layers/softmax_loss_layer.hpp"
+#include "doppio/util/math_functions.hpp"
 #include "engine_comparison.hpp"
 #include "gradient_checker.hpp"
 #include "test_util.hpp"
@@ -104,6 +105,28 @@ TEST(OnednnReLUTest, InPlaceMatchesCaffe) {
     ExpectClose(blob[1].cpu_data(), blob[0].cpu_data(), blob[0].count(), 1e-6, "data");
     ExpectClose(blob[1].cpu_diff(), blob[0].cpu_diff(), blob[0].count(), 1e-6, "diff");
   }
+}
+
+// Not in place, the gradient comes from the input, as the CAFFE engine's: a later layer may
+// change the top in place (Scale by -3 here flips its signs) before Backward runs.
+TEST(OnednnReLUTest, NotInPlaceIgnoresChangesToTheTop) {
+  const std::string text = Relu("");
+  Rng rng(13);
+  Blob<float> bottom[2], top[2];
+  std::shared_ptr<Layer<float>> layer[2] = {
+      LayerRegistry<float>::CreateLayer(EngineParam(text, "CAFFE"), Mode::CPU), Onednn(text)};
+  bottom[0].Reshape({4, 6});
+  FillGaussian(&bottom[0], rng);
+  bottom[1].CopyFrom(bottom[0], false, true);
+  for (int e = 0; e < 2; ++e) {
+    layer[e]->SetUp({&bottom[e]}, {&top[e]});
+    layer[e]->Forward({&bottom[e]}, {&top[e]});
+    cpu_scal(top[e].count(), -3.f, top[e].mutable_cpu_data());
+  }
+  rng_gaussian<float>(top[0].count(), 0.f, 1.f, rng, top[0].mutable_cpu_diff());
+  top[1].CopyFrom(top[0], true);
+  for (int e = 0; e < 2; ++e) layer[e]->Backward({&top[e]}, {true}, {&bottom[e]});
+  ExpectClose(bottom[1].cpu_diff(), bottom[0].cpu_diff(), bottom[0].count(), 1e-6, "diff");
 }
 
 TEST(OnednnPoolingTest, AlexNetMax3Stride2Ceil) {

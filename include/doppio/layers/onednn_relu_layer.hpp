@@ -9,9 +9,11 @@
 
 namespace doppio {
 
-// ReLU on oneDNN (engine ONEDNN, float), with negative_slope, in place or not. For a slope
-// of 0 or more the gradient is read from the output (its sign is the input's), so running in
-// place keeps no copy; a negative slope keeps the input as the CAFFE engine does.
+// ReLU on oneDNN (engine ONEDNN, float), with negative_slope, in place or not. Its gradient
+// reads what the CAFFE engine's reads: in place with a slope of 0 or more, the output (its
+// sign is the input's), so no copy is kept; otherwise the input (kept where a negative slope
+// runs in place). A ReLU that is not in place never reads its top, which a later layer may
+// change in place (Scale by a negative factor would flip its signs).
 class OnednnReLULayer : public ReLULayer<float> {
  public:
   explicit OnednnReLULayer(const LayerParameter& param) : ReLULayer<float>(param) {}
@@ -30,12 +32,14 @@ class OnednnReLULayer : public ReLULayer<float> {
                     const BlobVec& bottom) override;
 
  private:
-  // Whether the gradient is computed from the output (slope >= 0) rather than the input.
-  bool FromOutput() const { return negative_slope_ >= 0; }
+  // Whether the gradient is computed from the output rather than the input: in place with a
+  // slope of 0 or more. Set by Reshape.
+  bool FromOutput() const { return from_output_; }
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   int prepared_count_ = -1;
+  bool from_output_ = false;
   bool skip_forward_ = false;
   dnnl::eltwise_forward forward_;
   dnnl::eltwise_backward backward_;
