@@ -291,11 +291,16 @@ cmd_run() {
     --mca oob_tcp_keepalive_probes 3
   )
   # -np defaults to one rank per host.
-  local has_np=0
+  local has_np=0 has_bind=0
   for a in "$@"; do
     case "$a" in -np | -n | --np | -c | --n | -npernode | --npernode | --map-by | -N) has_np=1 ;; esac
+    case "$a" in --bind-to | -bind-to) has_bind=1 ;; esac
   done
   [[ $has_np -eq 1 ]] || args+=(-np "$n")
+  # Every host's daemon sees the whole machine as its node and would bind its first rank to
+  # core 0, so all the hosts' ranks would share one core. The hosts share the machine's
+  # cores: no binding, unless asked for.
+  [[ $has_bind -eq 1 ]] || args+=(--bind-to none)
   # shellcheck disable=SC2016  # expanded by the inner shell
   exec ip netns exec "$(host_ns 0)" unshare --uts sh -c 'hostname "$0" && exec "$@"' \
     "$(host_ns 0)" "$mpirun" "${args[@]}" "$@"

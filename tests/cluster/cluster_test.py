@@ -538,7 +538,8 @@ def case_script(case):
     cluster.up(4)  # idempotent
     check(len(cluster.namespaces()) == 5, f"4 hosts and a switch expected: {cluster.namespaces()}")
     probe = ('echo "rank=$OMPI_COMM_WORLD_RANK host=$(hostname) '
-             'net=$(readlink /proc/self/ns/net) $(ip -o -4 addr show dev eth0)"')
+             'net=$(readlink /proc/self/ns/net) $(ip -o -4 addr show dev eth0) '
+             'cpus=$(sed -n "s/^Cpus_allowed_list:\\s*//p" /proc/self/status)"')
     job = cluster.run(["-np", "4", "sh", "-c", probe], case.env)
     rc = job.wait(60)
     check(rc == 0, f"cluster.sh run -np 4 failed ({rc}):\n{job.tail()}")
@@ -556,6 +557,16 @@ def case_script(case):
         check(by_rank[rank] == (f"dtscript-h{rank}", by_rank[rank][1], f"10.213.7.{rank + 1}/24"),
               f"rank {rank} is not alone on host {rank}: {by_rank[rank]}")
     check(len({v[1] for v in by_rank.values()}) == 4, "the ranks share a network namespace")
+    # The hosts share the machine's cores: no host's daemon may bind its rank to "its" core 0
+    # (every host's would be the same core). Open MPI binds to a core with 2 ranks or fewer.
+    own = re.search(r"Cpus_allowed_list:\s*(\S+)", open("/proc/self/status").read()).group(1)
+    pair = cluster.run(["-np", "2", "sh", "-c", probe], case.env)
+    rc = pair.wait(60)
+    check(rc == 0, f"cluster.sh run -np 2 failed ({rc}):\n{pair.tail()}")
+    cpus = [re.search(r"cpus=(\S*)", line).group(1)
+            for line in lines + pair.output().splitlines() if line.startswith("rank=")]
+    check(len(cpus) == 6 and all(c == own for c in cpus),
+          f"ranks bound to cores {cpus}, the machine has {own}")
     check(by_rank[0][1] != os.readlink("/proc/self/ns/net"),
           "rank 0 runs in the machine's own network namespace")
     # Nothing of the cluster in the machine's own namespace.
