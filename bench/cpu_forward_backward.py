@@ -9,9 +9,11 @@ and in GoogLeNet the two auxiliary loss heads of the TRAIN phase). One iteration
 the forward pass of the TRAIN net including its softmax losses, then the backward
 pass down to the first convolution (the data needs no gradient).
 
-Doppio runs twice, once on each CPU engine (`doppio time --engine=CAFFE`: its own
-im2col + OpenBLAS kernels; `--engine=ONEDNN`: every layer oneDNN can run on oneDNN,
-the rest on CAFFE). The three take turns, in a rotating order, for several rounds,
+Doppio runs once per engine setting (`--engines`): CAFFE (`doppio time --engine=CAFFE`,
+its own im2col + OpenBLAS kernels), ONEDNN (`--engine=ONEDNN`: every layer oneDNN can
+run on oneDNN, the rest on CAFFE) and DEFAULT (no `--engine`: what a net without
+`engine` fields runs, i.e. what users get; it differs from ONEDNN where the engine's
+default rule keeps a layer on CAFFE, e.g. LRN). The frameworks take turns, in a rotating order, for several rounds,
 because timings on a shared machine vary by +-20%; each keeps its best. The peak
 resident memory of each Doppio run is reported too, and the fraction of the cores'
 peak FLOP/s each run reaches: the FLOPs of one iteration are counted from the net
@@ -58,7 +60,7 @@ FB_RE = re.compile(r"Average Forward-Backward:\s*([0-9.eE+-]+)\s*ms")
 F_RE = re.compile(r"Average Forward pass:\s*([0-9.eE+-]+)\s*ms")
 B_RE = re.compile(r"Average Backward pass:\s*([0-9.eE+-]+)\s*ms")
 PEAK_RE = re.compile(r"Peak host memory:\s*([0-9.]+)\s*MiB")
-ENGINES = ("CAFFE", "ONEDNN")
+ENGINES = ("CAFFE", "ONEDNN", "DEFAULT")
 
 
 # --------------------------------------------------------------------------- PyTorch nets
@@ -344,14 +346,15 @@ class TorchBench:
 # --------------------------------------------------------------------------- Doppio
 
 def time_doppio(doppio, engine, net, batch, threads, iterations, timeout):
-    """Runs `doppio time --engine=ENGINE` once; returns (forward, backward,
+    """Runs `doppio time --engine=ENGINE` once (no --engine for DEFAULT); returns (forward, backward,
     forward-backward) in ms and the peak resident memory in MiB, or raises
     RuntimeError with the tail of its output."""
     model = os.path.join("models", net, "train_val.prototxt")
     cmd = [doppio, "time", "--model=" + model, "--iterations=%d" % iterations,
-           "--engine=" + engine,
            "--phase=TRAIN", "--threads=%d" % threads, "--batch=%d" % batch,
            "--input_shape=%s" % ",".join(str(d) for d in NETS[net]["shape"])]
+    if engine != "DEFAULT":
+        cmd.append("--engine=" + engine)
     env = dict(os.environ)
     # in case the BLAS or OpenMP runtime sizes its pool before --threads is applied
     env.setdefault("OMP_NUM_THREADS", str(threads))
@@ -369,9 +372,11 @@ def time_doppio(doppio, engine, net, batch, threads, iterations, timeout):
         why = ("exit status %d" % p.returncode if p.returncode != 0
                else "no 'Average Forward-Backward' line")
         raise RuntimeError("%s: %s\n    %s" % (" ".join(cmd), why, tail))
-    if ("Engine %s runs" % engine) not in out:
+    # DEFAULT must reach oneDNN too: a build without it would time CAFFE twice.
+    expected = "ONEDNN" if engine == "DEFAULT" else engine
+    if ("Engine %s runs" % expected) not in out:
         raise RuntimeError("%s: no layer ran on engine %s (a build without it?)"
-                           % (" ".join(cmd), engine))
+                           % (" ".join(cmd), expected))
     f, b, peak = F_RE.findall(out), B_RE.findall(out), PEAK_RE.findall(out)
     return (float(f[-1]) if f else None, float(b[-1]) if b else None, float(fb[-1]),
             float(peak[-1]) if peak else None)
@@ -412,6 +417,9 @@ def parse_args(argv):
                     help="OMP_WAIT_POLICY=PASSIVE for both frameworks: idle OpenMP threads "
                     "sleep instead of spinning (on a loaded machine, spinning threads of "
                     "oneDNN and PyTorch take the cores their partners need)")
+    ap.add_argument("--engines", default=",".join(ENGINES),
+                    help="comma-separated Doppio engine settings to time, from %s "
+                    "(default: %%(default)s)" % ",".join(ENGINES))
     ap.add_argument("--json", metavar="FILE",
                     help="also write the results as JSON to FILE")
     args = ap.parse_args(argv)
@@ -419,6 +427,10 @@ def parse_args(argv):
     bad = [n for n in args.net_list if n not in NETS]
     if bad or not args.net_list:
         ap.error("unknown net(s) %s; choose from %s" % (",".join(bad), ",".join(NETS)))
+    args.engine_list = [e for e in args.engines.split(",") if e]
+    bad = [e for e in args.engine_list if e not in ENGINES]
+    if bad or not args.engine_list:
+        ap.error("unknown engine(s) %s; choose from %s" % (",".join(bad), ",".join(ENGINES)))
     try:
         args.thread_list = [int(t) for t in args.threads.split(",") if t]
     except ValueError:
@@ -487,7 +499,8 @@ def main(argv=None):
         "T=%d %.1f GFLOP/s" % (t, gemm_peak[t]) for t in args.thread_list))
     sys.stdout.flush()
 
-    frameworks = ["pytorch"] if args.pytorch_only else ["CAFFE", "ONEDNN", "pytorch"]
+    engines = [] if args.pytorch_only else args.engine_list
+    frameworks = engines + ["pytorch"]
     best = {job: {fw: None for fw in frameworks} for job in jobs}
     detail = {job: {} for job in jobs}  # engine -> (forward, backward, peak MiB) of its best
     errors = {job: {} for job in jobs}
@@ -539,9 +552,12 @@ def main(argv=None):
         return 100.0 * flops[net] / (ms / 1000.0) / 1e9 / gemm_peak[threads]
 
     print()
-    header = "%-14s %5s %7s %10s %10s %11s %14s %14s %12s %16s" % (
-        "net", "batch", "threads", "caffe ms", "onednn ms", "pytorch ms",
-        "onednn/pytorch", "caffe/pytorch", "peak MiB c/o", "% GEMM peak c/o/p")
+    cols = engines + ["pytorch"]
+    header = "%-14s %5s %7s " % ("net", "batch", "threads") + " ".join(
+        "%11s" % (c.lower() + " ms") for c in cols) + "".join(
+        " %16s" % (e.lower() + "/pytorch") for e in engines) + " %14s %18s" % (
+        "peak MiB " + "/".join(e[0].lower() for e in engines),
+        "% GEMM peak " + "/".join(c[0].lower() for c in cols))
     print(header)
     print("-" * len(header))
     failed = False
@@ -549,14 +565,14 @@ def main(argv=None):
         net, batch, threads, _ = job
         rec = best[job]
         p = rec["pytorch"]
-        c, o = rec.get("CAFFE"), rec.get("ONEDNN")
-        if not args.pytorch_only and (c is None or o is None):
+        if any(rec.get(e) is None for e in engines):
             failed = True
-        peaks = [detail[job].get(e, (None, None, None))[2] for e in ENGINES]
-        print("%-14s %5d %7d %10s %10s %11s %14s %14s %12s %16s" % (
-            net, batch, threads, fmt(c), fmt(o), fmt(p), fmt(ratio(o, p)),
-            fmt(ratio(c, p)), "/".join(fmt(v, "%.0f") for v in peaks),
-            "/".join(fmt(of_peak(v, net, threads), "%.0f") for v in (c, o, p))))
+        peaks = [detail[job].get(e, (None, None, None))[2] for e in engines]
+        print("%-14s %5d %7d " % (net, batch, threads) + " ".join(
+            "%11s" % fmt(rec.get(c)) for c in cols) + "".join(
+            " %16s" % fmt(ratio(rec.get(e), p)) for e in engines) + " %14s %18s" % (
+            "/".join(fmt(v, "%.0f") for v in peaks),
+            "/".join(fmt(of_peak(rec.get(c), net, threads), "%.0f") for c in cols)))
     print("(milliseconds per forward+backward iteration, best over %d round(s); "
           "ratio < 1 means Doppio is faster)" % args.rounds)
     counts = sorted(set(j[2] for j in jobs))
@@ -565,8 +581,8 @@ def main(argv=None):
         print("\nspeed-up from %d to %d threads (time at T=%d / time at T=%d):" % (lo, hi, lo, hi))
         for net in args.net_list:
             row = {j[2]: best[j] for j in jobs if j[0] == net}
-            print("  %-14s caffe %s  onednn %s  pytorch %s" % (net, *(
-                fmt(ratio(row[lo][fw], row[hi][fw])) for fw in ("CAFFE", "ONEDNN", "pytorch"))))
+            print("  %-14s " % net + "  ".join(
+                "%s %s" % (c.lower(), fmt(ratio(row[lo][c], row[hi][c]))) for c in cols))
 
     if args.json:
         rows = []
@@ -574,7 +590,7 @@ def main(argv=None):
             row = dict(net=j[0], batch=j[1], threads=j[2], iterations=j[3],
                        pytorch_ms=best[j]["pytorch"], gflop_per_iteration=flops[j[0]] / 1e9,
                        gemm_peak_gflops=gemm_peak[j[2]])
-            for engine in ([] if args.pytorch_only else ENGINES):
+            for engine in engines:
                 fwd, bwd, peak = detail[j].get(engine, (None, None, None))
                 key = engine.lower()
                 row.update({key + "_ms": best[j][engine], key + "_forward_ms": fwd,
