@@ -27,9 +27,11 @@ For every model, host count, link rate, --sync mode and bucket size it
          what a user types without measuring; none for unlimited links).
      Nothing of the measured run goes into its prediction.
 
-Columns: measured ms/iter, comm % (communication in flight as a share of the iteration,
-measured), the ranks' own compute in the run (ms/iter less the compute thread's waits, for
-reference: not used), the ceiling, the predictions and their errors (predicted / measured - 1).
+Columns: measured ms/iter (the fastest run, and the median of the runs), comm %
+(communication in flight as a share of the fastest run's iteration), the ranks' own compute
+in that run (ms/iter less the compute thread's waits, for reference: not used), the ceiling
+(the fastest, and the median), the predictions and their errors against the fastest run
+(predicted / measured - 1).
 The verdict lines check the issue's targets: within 20% where communication is at least 30%
 of the iteration (of the fastest run); the same order of the sync modes and bucket sizes of
 one (model, hosts, link) wherever the measured times differ by more than the noise: the
