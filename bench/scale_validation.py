@@ -24,7 +24,12 @@ For every model, host count, link rate, --sync mode and bucket size it
        - the same link without it (--shared_cores=0: "wire only", the model before the CPU
          term),
        - the nominal rate (--link=1gbit / 10gbit, default alpha, free reduction and copying:
-         what a user types without measuring; none for unlimited links).
+         what a user types without measuring; none for unlimited links),
+       - the calibrated link with its CPU term and the lockstep ceiling as compute
+         ("calibrated, lockstep"): the ceiling processes' iterations paired by number, the
+         slowest of each pair averaged. Ranks that synchronise every iteration wait for the
+         slowest one every iteration; the ceiling (the slowest process's mean) leaves that
+         out, and with jitter it costs more the more ranks there are.
      Nothing of the measured run goes into its prediction.
 
 Columns: measured ms/iter (the fastest run, and the median of the runs), comm %
@@ -211,17 +216,28 @@ def summary(pairs):
     """One table row's measurements from the (ceiling, run) of its repeats: the fastest run
     (and its timeline figures), the fastest ceiling, and the medians."""
     best = min((run for _, run in pairs), key=lambda run: run["ms"])
-    return dict(ms=best["ms"], comm=best["comm"], exposed=best["exposed"], load=best["load"],
+    # Ceilings measured before the lockstep figure have none.
+    lockstep = [ceiling.get("lockstep_ms") for ceiling, _ in pairs]
+    return dict(lockstep=min(lockstep) if all(lockstep) else None,
+                ms=best["ms"], comm=best["comm"], exposed=best["exposed"], load=best["load"],
                 median=statistics.median(run["ms"] for _, run in pairs),
                 ceiling=min(ceiling["ms"] for ceiling, _ in pairs),
                 ceiling_median=statistics.median(ceiling["ms"] for ceiling, _ in pairs),
                 runs=len(pairs), loads=[run["load"] for _, run in pairs])
 
 
-def link_flags(calibration, rate):
-    """The links of the three predictions: calibrated, wire only, nominal (None: none)."""
-    return [calibrated_flags(calibration), calibrated_flags(calibration, cpu=False),
-            [f"--link={rate}"] if rate != "unlimited" else None]
+def prediction_inputs(row, calibration):
+    """(column, compute ms, doppio scale's link flags) of each prediction the row has: the
+    fastest ceiling with the calibrated link (with and without its CPU term) and the nominal
+    rate (not for unlimited links), and the calibrated link with the fastest lockstep ceiling
+    (where the ceilings measured it)."""
+    inputs = [("calibrated_ms", row["ceiling"], calibrated_flags(calibration)),
+              ("wire_ms", row["ceiling"], calibrated_flags(calibration, cpu=False))]
+    if row["rate"] != "unlimited":
+        inputs.append(("nominal_ms", row["ceiling"], [f"--link={row['rate']}"]))
+    if row["lockstep"]:
+        inputs.append(("lockstep_ms", row["lockstep"], calibrated_flags(calibration)))
+    return inputs
 
 
 def prediction_requests(validation, args):
@@ -235,9 +251,9 @@ def prediction_requests(validation, args):
                 calibration = validation.done.get(f"calibration {hosts} {rate}")
                 if not pairs or calibration is None or f"time {model}" not in validation.done:
                     continue
-                for flags in link_flags(calibration, rate):
-                    if flags:
-                        requests.append((model, hosts, summary(pairs)["ceiling"], flags))
+                row = dict(rate=rate, **summary(pairs))
+                for _, compute, flags in prediction_inputs(row, calibration):
+                    requests.append((model, hosts, compute, flags))
     return requests
 
 
@@ -254,7 +270,8 @@ def calibrated_flags(calibration, cpu=True):
 # The predictions, by the link they use: (column, title).
 PREDICTIONS = [("calibrated_ms", "calibrated link, with its CPU cost on the shared cores"),
                ("wire_ms", "calibrated link, wire only (no CPU term)"),
-               ("nominal_ms", "nominal link rate")]
+               ("nominal_ms", "nominal link rate"),
+               ("lockstep_ms", "calibrated link with its CPU term, lockstep ceiling as compute")]
 
 
 def error(predicted, measured):
@@ -300,9 +317,10 @@ def verdict(rows, column, title, noise):
 def render(rows, args):
     lines = [
         "| model | hosts | link | --sync | --bucket_mb | measured ms/iter, best | median "
-        "| comm % | compute in the run | ceiling ms, best | median | predicted, calibrated "
-        "| error | wire only | error | nominal rate | error |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| comm % | compute in the run | ceiling ms, best | median | lockstep ceiling "
+        "| predicted, calibrated | error | wire only | error | nominal rate | error "
+        "| calibrated, lockstep | error |",
+        "|---|---:|---|---|" + "---:|" * 15,
     ]
     for r in rows:
         cells = []
@@ -310,11 +328,12 @@ def render(rows, args):
             value = r.get(column)
             cells.append(f"{value:.1f} | {error(value, r['ms'])}" if value else "- | -")
         bucket = "(one)" if r["sync"] == "blocking" else f"{r['bucket']:g}"
+        lockstep = f"{r['lockstep']:.1f}" if r["lockstep"] else "-"
         lines.append(
             f"| {r['model']} | {r['hosts']} | {r['rate']} | {r['sync']} | {bucket} "
             f"| {r['ms']:.1f} | {r['median']:.1f} | {100 * r['comm'] / r['ms']:.0f} "
             f"| {r['ms'] - r['exposed']:.1f} | {r['ceiling']:.1f} | {r['ceiling_median']:.1f} "
-            f"| {' | '.join(cells)} |")
+            f"| {lockstep} | {' | '.join(cells)} |")
     lines.append("")
     for column, title in PREDICTIONS:
         lines += verdict(rows, column, title, args.noise)
@@ -371,17 +390,14 @@ def table_rows(validation, args):
                     continue
                 row = dict(model=model, hosts=hosts, rate=rate, sync=sync, bucket=bucket,
                            **summary(pairs))
+                # blocking sends one allreduce whatever the bucket size.
+                plan = (sync, 25.0 if sync == "blocking" else bucket)
                 try:
-                    predictions = [
-                        validation.predict(model, hosts, row["ceiling"], flags) if flags else {}
-                        for flags in link_flags(calibration, rate)]
+                    for column, compute, flags in prediction_inputs(row, calibration):
+                        row[column] = validation.predict(model, hosts, compute, flags).get(plan)
                 except RuntimeError as error:
                     log(f"{config_name(config)}: prediction FAILED: {error}")
                     continue
-                # blocking sends one allreduce whatever the bucket size.
-                plan = (sync, 25.0 if sync == "blocking" else bucket)
-                for (column, _), prediction in zip(PREDICTIONS, predictions):
-                    row[column] = prediction.get(plan)
                 rows.append(row)
     return rows
 

@@ -24,9 +24,9 @@ def run(ms, comm, exposed, load):
 
 
 def test_summary(sv):
-    pairs = [(dict(ms=20.0), run(30.0, 9.0, 3.0, 1.0)),
-             (dict(ms=22.0), run(25.0, 8.0, 2.0, 2.0)),
-             (dict(ms=18.0), run(40.0, 20.0, 10.0, 3.0))]
+    pairs = [(dict(ms=20.0, lockstep_ms=21.0), run(30.0, 9.0, 3.0, 1.0)),
+             (dict(ms=22.0, lockstep_ms=26.0), run(25.0, 8.0, 2.0, 2.0)),
+             (dict(ms=18.0, lockstep_ms=23.0), run(40.0, 20.0, 10.0, 3.0))]
     row = sv.summary(pairs)
     # The fastest run with its own timeline figures; the fastest ceiling, wherever it was.
     check((row["ms"], row["comm"], row["exposed"], row["load"]) == (25.0, 8.0, 2.0, 2.0),
@@ -34,6 +34,10 @@ def test_summary(sv):
     check(row["median"] == 30.0 and row["ceiling"] == 18.0 and row["ceiling_median"] == 20.0,
           f"medians and fastest ceiling: {row}")
     check(row["runs"] == 3 and row["loads"] == [1.0, 2.0, 3.0], f"runs and loads: {row}")
+    check(row["lockstep"] == 21.0, f"fastest lockstep ceiling: {row}")
+    # A ceiling measured before the lockstep figure: no lockstep for the row.
+    del pairs[0][0]["lockstep_ms"]
+    check(sv.summary(pairs)["lockstep"] is None, "lockstep from some ceilings only")
 
 
 def test_distinct(sv):
@@ -61,6 +65,21 @@ def test_verdict(sv):
     check(lines[2].endswith(": 3; predicted in the same order: 2"), lines[2])
 
 
+def test_lockstep(source):
+    """cluster_scaling's iteration lengths, the lockstep ceiling's input, from a timeline."""
+    import cluster_scaling
+    with tempfile.TemporaryDirectory() as scratch:
+        path = os.path.join(scratch, "timeline.json")
+        updates = [dict(ph="X", pid=0, cat="update", ts=ts, dur=1000)
+                   for ts in (0, 9000, 29000, 39000)]
+        with open(path, "w") as f:
+            json.dump(dict(traceEvents=updates), f)
+        # One warm-up iteration; three measured, ending at 10, 30, 40 ms.
+        lengths = cluster_scaling.iteration_ms(path, 1, 3)
+        check(lengths == [10.0, 20.0, 10.0], f"iteration lengths {lengths}")
+        check(abs(cluster_scaling.analyse(path, 1, 3)["ms"] - 40.0 / 3) < 1e-9, "mean")
+
+
 def test_table_only(sv_path, source, build):
     doppio = os.path.join(build, "tools", "doppio")
     with tempfile.TemporaryDirectory() as scratch:
@@ -75,9 +94,9 @@ def test_table_only(sv_path, source, build):
                            comm_cpu_gbs=0.5, shared_cores=2)
         config = "lenet 2 1gbit overlap 25.0"
         entries = [("time lenet", time_json), ("calibration 2 1gbit", calibration),
-                   (f"ceiling {config} #0", dict(ms=30.0, load=1.0)),
+                   (f"ceiling {config} #0", dict(ms=30.0, lockstep_ms=31.0, load=1.0)),
                    (f"train {config} #0", run(35.0, 12.0, 4.0, 1.0)),
-                   (f"ceiling {config} #1", dict(ms=21.0, load=1.5)),
+                   (f"ceiling {config} #1", dict(ms=21.0, lockstep_ms=24.0, load=1.5)),
                    (f"train {config} #1", run(50.0, 20.0, 9.0, 1.5))]
         results = os.path.join(scratch, "runs.jsonl")
         with open(results, "w") as f:
@@ -95,21 +114,27 @@ def test_table_only(sv_path, source, build):
         rows = [line for line in table.stdout.splitlines() if line.startswith("| lenet")]
         check(len(rows) == 1, f"one row expected:\n{table.stdout}")
         cells = [c.strip() for c in rows[0].strip("|").split("|")]
-        # best, median (of 35 and 50), comm % of the best, its compute, ceiling best, median.
-        check(cells[5:11] == ["35.0", "42.5", "34", "31.0", "21.0", "25.5"], f"cells {cells}")
-        # The calibrated prediction is doppio scale's with the fastest ceiling as compute.
-        plan = os.path.join(scratch, "plan.json")
-        subprocess.run([doppio, "scale", f"--model={source}/models/lenet/train_val.prototxt",
-                        "--batch=64", "--input_shape=1,28,28", "--ranks=2",
-                        f"--time_json={times}", "--compute_ms=21.0", f"--json={plan}",
-                        "--latency_us=50.0", "--bandwidth_gbps=1.0", "--reduce_gbs=1.0",
-                        "--comm_cpu_gbs=0.5", "--shared_cores=2"],
-                       check=True, capture_output=True, env=dict(os.environ, GLOG_minloglevel="2"))
-        with open(plan) as f:
-            expected = next(p["ms_per_iter"] for p in json.load(f)["plans"]
-                            if p["sync"] == "overlap" and p["bucket_mb"] == 25.0)
-        check(cells[11] == f"{expected:.1f}", f"calibrated {cells[11]}, expected {expected:.1f}")
-        check(cells[12] == f"{100 * (expected / 35.0 - 1):+.0f}%", f"error {cells[12]}")
+        # best, median (of 35 and 50), comm % of the best, its compute, ceiling best, median,
+        # lockstep ceiling best.
+        check(cells[5:12] == ["35.0", "42.5", "34", "31.0", "21.0", "25.5", "24.0"],
+              f"cells {cells}")
+        # The calibrated predictions are doppio scale's with the fastest ceiling, and the
+        # fastest lockstep ceiling, as compute: never the run's figures.
+        for compute, column in (("21.0", 12), ("24.0", 18)):
+            plan = os.path.join(scratch, "plan.json")
+            subprocess.run([doppio, "scale", f"--model={source}/models/lenet/train_val.prototxt",
+                            "--batch=64", "--input_shape=1,28,28", "--ranks=2",
+                            f"--time_json={times}", f"--compute_ms={compute}", f"--json={plan}",
+                            "--latency_us=50.0", "--bandwidth_gbps=1.0", "--reduce_gbs=1.0",
+                            "--comm_cpu_gbs=0.5", "--shared_cores=2"], check=True,
+                           capture_output=True, env=dict(os.environ, GLOG_minloglevel="2"))
+            with open(plan) as f:
+                expected = next(p["ms_per_iter"] for p in json.load(f)["plans"]
+                                if p["sync"] == "overlap" and p["bucket_mb"] == 25.0)
+            check(cells[column] == f"{expected:.1f}",
+                  f"column {column}: {cells[column]}, expected {expected:.1f}")
+            check(cells[column + 1] == f"{100 * (expected / 35.0 - 1):+.0f}%",
+                  f"error {cells[column + 1]}")
 
 
 def main():
@@ -122,6 +147,7 @@ def main():
     test_summary(sv)
     test_distinct(sv)
     test_verdict(sv)
+    test_lockstep(args.source)
     test_table_only(os.path.join(args.source, "bench", "scale_validation.py"), args.source,
                     args.build)
     print("scale_validation_test: passed")
