@@ -71,10 +71,10 @@ def test_lockstep(source):
     with tempfile.TemporaryDirectory() as scratch:
         path = os.path.join(scratch, "timeline.json")
         updates = [dict(ph="X", pid=0, cat="update", ts=ts, dur=1000)
-                   for ts in (0, 9000, 29000, 39000)]
+                   for ts in (0, 10000, 30000, 40000)]
         with open(path, "w") as f:
             json.dump(dict(traceEvents=updates), f)
-        # One warm-up iteration; three measured, ending at 10, 30, 40 ms.
+        # One warm-up iteration; three measured, ending at 11, 31 and 41 ms.
         lengths = cluster_scaling.iteration_ms(path, 1, 3)
         check(lengths == [10.0, 20.0, 10.0], f"iteration lengths {lengths}")
         check(abs(cluster_scaling.analyse(path, 1, 3)["ms"] - 40.0 / 3) < 1e-9, "mean")
