@@ -122,17 +122,32 @@ def union_length(spans, lo, hi):
     return total
 
 
-def analyse(timeline_path, warmup, measure):
-    with open(timeline_path) as f:
-        events = json.load(f)["traceEvents"]
-    spans = [e for e in events if e.get("ph") == "X"]
-    ranks = sorted({e["pid"] for e in spans})
-    # Iterations end with the update on rank 0 (reduce_bcast: rank 0 alone updates).
+def update_ends(spans, timeline_path, warmup, measure):
+    """When rank 0's updates end (iterations end there; reduce_bcast: rank 0 alone
+    updates), from the warm-up's last on."""
     updates = sorted(e["ts"] + e["dur"] for e in spans if e["pid"] == 0 and e["cat"] == "update")
     if len(updates) < warmup + measure:
         raise RuntimeError(f"{timeline_path}: {len(updates)} updates, expected "
                            f"{warmup + measure}")
-    lo, hi = updates[warmup - 1], updates[warmup + measure - 1]
+    return updates[warmup - 1:warmup + measure]
+
+
+def read_spans(timeline_path):
+    with open(timeline_path) as f:
+        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+
+
+def iteration_ms(timeline_path, warmup, measure):
+    """Each measured iteration's length in ms."""
+    ends = update_ends(read_spans(timeline_path), timeline_path, warmup, measure)
+    return [(b - a) / 1e3 for a, b in zip(ends, ends[1:])]
+
+
+def analyse(timeline_path, warmup, measure):
+    spans = read_spans(timeline_path)
+    ranks = sorted({e["pid"] for e in spans})
+    ends = update_ends(spans, timeline_path, warmup, measure)
+    lo, hi = ends[0], ends[-1]
     iteration = (hi - lo) / measure
     waits, comms, sent = [], [], []
     for rank in ranks:
@@ -229,7 +244,12 @@ class Runner:
             if process.returncode != 0:
                 raise RuntimeError(f"ceiling run failed: {err[-2000:]}")
         times = [analyse(t, spec["warmup"], spec["measure"])["ms"] for t in timelines]
-        return dict(ms=max(times), load=os.getloadavg()[0])
+        # Ranks in lockstep wait for the slowest one every iteration, not on average: pair
+        # the processes' iterations by number (they are independent, so any pairing is as
+        # good) and average the slowest of each.
+        durations = [iteration_ms(t, spec["warmup"], spec["measure"]) for t in timelines]
+        lockstep = sum(map(max, zip(*durations))) / spec["measure"]
+        return dict(ms=max(times), lockstep_ms=lockstep, load=os.getloadavg()[0])
 
     def cleanup(self):
         try:

@@ -9,6 +9,12 @@ For every model, host count, link rate, --sync mode and bucket size it
      can compute;
   2. measures `doppio train` on the cluster as bench/cluster_scaling.py does (its Runner:
      ms/iter, comm ms and exposed ms from the timeline);
+     steps 1 and 2 are repeated --repeats times, in passes: every pass measures each
+     configuration of the model and host count once (ceiling, then run), so a burst of other
+     work on the shared cores slows one run of several configurations rather than every run
+     of one; the row compares the prediction with the fastest run (the one least disturbed),
+     predicted from the fastest ceiling (the same footing), and shows the median of each
+     beside it as the noise;
   3. calibrates the link once per host count and rate: `scripts/cluster.sh run -np N doppio
      scale --calibrate` on the same cluster (alpha, beta, gamma, and what the communication
      costs the shared cores: --comm_cpu_gbs, --shared_cores);
@@ -18,23 +24,31 @@ For every model, host count, link rate, --sync mode and bucket size it
        - the same link without it (--shared_cores=0: "wire only", the model before the CPU
          term),
        - the nominal rate (--link=1gbit / 10gbit, default alpha, free reduction and copying:
-         what a user types without measuring; none for unlimited links).
+         what a user types without measuring; none for unlimited links),
+       - the calibrated link with its CPU term and the lockstep ceiling as compute
+         ("calibrated, lockstep"): the ceiling processes' iterations paired by number, the
+         slowest of each pair averaged. Ranks that synchronise every iteration wait for the
+         slowest one every iteration; the ceiling (the slowest process's mean) leaves that
+         out, and with jitter it costs more the more ranks there are.
      Nothing of the measured run goes into its prediction.
 
-Columns: measured ms/iter, comm % (communication in flight as a share of the iteration,
-measured), the ranks' own compute in the run (ms/iter less the compute thread's waits, for
-reference: not used), the ceiling, the predictions and their errors (predicted / measured - 1).
+Columns: measured ms/iter (the fastest run, and the median of the runs), comm %
+(communication in flight as a share of the fastest run's iteration), the ranks' own compute
+in that run (ms/iter less the compute thread's waits, for reference: not used), the ceiling
+(the fastest, and the median), the predictions and their errors against the fastest run
+(predicted / measured - 1).
 The verdict lines check the issue's targets: within 20% where communication is at least 30%
-of the iteration; the same order of the sync modes and bucket sizes of one (model, hosts,
-link) wherever the measured times differ by more than the noise (--noise, 20%: what
-bench/README.md measured between two passes of the cluster grid).
+of the iteration (of the fastest run); the same order of the sync modes and bucket sizes of
+one (model, hosts, link) wherever the measured times differ by more than the noise: the
+slower configuration's fastest run is slower than the faster one's median (their spreads
+from best to median do not overlap), and by more than --noise (default 0: the spread alone).
 
 Needs root (network namespaces) and a build with tools/doppio and
 tests/cluster/doppio_cluster_helper. Measure under the benchmark lock, a few groups at a
 time, then print (the predictions run then, outside the lock):
 
     sudo flock /work/bench.lock bench/scale_validation.py --build build --models lenet \
-        --hosts 2 --results runs.jsonl --measure-only
+        --hosts 2 --repeats 3 --results runs.jsonl --measure-only
     bench/scale_validation.py --build build --results runs.jsonl --table-only
 
 --results FILE keeps every measurement as a JSON line (resumable, as cluster_scaling.py).
@@ -44,6 +58,8 @@ import argparse
 import concurrent.futures
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -104,10 +120,11 @@ class Validation:
                 return f.read()
         return self.remember(f"time {model}", measure)
 
-    def ceiling(self, model, solver, hosts, rate, sync, bucket):
+    def ceiling(self, config, solver, repeat):
         """ms/iter of `hosts` independent training processes at once (the slowest), measured
-        right before the run of that configuration."""
-        return self.remember(f"ceiling {model} {hosts} {rate} {sync} {bucket}",
+        right before run `repeat` of that configuration."""
+        model, hosts = config[0], config[1]
+        return self.remember(f"ceiling {config_name(config)} #{repeat}",
                              lambda: self.runner.ceiling(model, solver, hosts))
 
     def calibrate(self, hosts, rate, path):
@@ -129,10 +146,20 @@ class Validation:
         return self.remember(f"calibration {hosts} {rate}",
                              lambda: self.calibrate(hosts, rate, path))
 
-    def measured(self, model, solver, hosts, rate, sync, bucket):
-        def measure():
-            return self.runner.run(model, solver, hosts, rate, sync, bucket)
-        return self.remember(f"train {model} {hosts} {rate} {sync} {bucket}", measure)
+    def measured(self, config, solver, repeat):
+        return self.remember(f"train {config_name(config)} #{repeat}",
+                             lambda: self.runner.run(config[0], solver, *config[1:]))
+
+    def repeats(self, config):
+        """(ceiling, run) of every repeat of `config` in --results with both."""
+        name = config_name(config)
+        pairs = []
+        for repeat in range(self.args.repeats):
+            ceiling = self.done.get(f"ceiling {name} #{repeat}")
+            run = self.done.get(f"train {name} #{repeat}")
+            if ceiling and run:
+                pairs.append((ceiling, run))
+        return pairs
 
     def predict(self, model, hosts, compute_ms, link_flags):
         """ms/iter `doppio scale` predicts for every sync mode and bucket size, by (sync,
@@ -170,26 +197,63 @@ class Validation:
         return {(p["sync"], p["bucket_mb"]): p["ms_per_iter"] for p in plans}
 
 
-def link_flags(calibration, rate):
-    """The links of the three predictions: calibrated, wire only, nominal (None: none)."""
-    return [calibrated_flags(calibration), calibrated_flags(calibration, cpu=False),
-            [f"--link={rate}"] if rate != "unlimited" else None]
+def config_name(config):
+    """The --results key of (model, hosts, rate, sync, bucket)."""
+    return " ".join(map(str, config))
+
+
+def configs(args, model, hosts):
+    """Every (model, hosts, rate, sync, bucket) of one model and host count, in measuring
+    order."""
+    for rate in args.rates:
+        for sync in args.syncs:
+            # blocking sends one allreduce after backward: buckets do not matter.
+            for bucket in args.buckets[-1:] if sync == "blocking" else args.buckets:
+                yield (model, hosts, rate, sync, bucket)
+
+
+def summary(pairs):
+    """One table row's measurements from the (ceiling, run) of its repeats: the fastest run
+    (and its timeline figures), the fastest ceiling, and the medians."""
+    best = min((run for _, run in pairs), key=lambda run: run["ms"])
+    # Ceilings measured before the lockstep figure have none.
+    lockstep = [ceiling.get("lockstep_ms") for ceiling, _ in pairs]
+    return dict(lockstep=min(lockstep) if all(lockstep) else None,
+                ms=best["ms"], comm=best["comm"], exposed=best["exposed"], load=best["load"],
+                median=statistics.median(run["ms"] for _, run in pairs),
+                ceiling=min(ceiling["ms"] for ceiling, _ in pairs),
+                ceiling_median=statistics.median(ceiling["ms"] for ceiling, _ in pairs),
+                runs=len(pairs), loads=[run["load"] for _, run in pairs])
+
+
+def prediction_inputs(row, calibration):
+    """(column, compute ms, doppio scale's link flags) of each prediction the row has: the
+    fastest ceiling with the calibrated link (with and without its CPU term) and the nominal
+    rate (not for unlimited links), and the calibrated link with the fastest lockstep ceiling
+    (where the ceilings measured it)."""
+    inputs = [("calibrated_ms", row["ceiling"], calibrated_flags(calibration)),
+              ("wire_ms", row["ceiling"], calibrated_flags(calibration, cpu=False))]
+    if row["rate"] != "unlimited":
+        inputs.append(("nominal_ms", row["ceiling"], [f"--link={row['rate']}"]))
+    if row["lockstep"]:
+        inputs.append(("lockstep_ms", row["lockstep"], calibrated_flags(calibration)))
+    return inputs
 
 
 def prediction_requests(validation, args):
     """The predict() calls the table of --results needs."""
     requests = []
-    for entry_key, value in validation.done.items():
-        if not entry_key.startswith("ceiling "):
-            continue
-        model, hosts, rate, sync, bucket = entry_key.split()[1:]
-        calibration = validation.done.get(f"calibration {hosts} {rate}")
-        if (model not in args.models or int(hosts) not in args.hosts or calibration is None
-                or f"time {model}" not in validation.done):
-            continue
-        for flags in link_flags(calibration, rate):
-            if flags:
-                requests.append((model, int(hosts), value["ms"], flags))
+    for model in args.models:
+        for hosts in args.hosts:
+            for config in configs(args, model, hosts):
+                rate = config[2]
+                pairs = validation.repeats(config)
+                calibration = validation.done.get(f"calibration {hosts} {rate}")
+                if not pairs or calibration is None or f"time {model}" not in validation.done:
+                    continue
+                row = dict(rate=rate, **summary(pairs))
+                for _, compute, flags in prediction_inputs(row, calibration):
+                    requests.append((model, hosts, compute, flags))
     return requests
 
 
@@ -206,11 +270,19 @@ def calibrated_flags(calibration, cpu=True):
 # The predictions, by the link they use: (column, title).
 PREDICTIONS = [("calibrated_ms", "calibrated link, with its CPU cost on the shared cores"),
                ("wire_ms", "calibrated link, wire only (no CPU term)"),
-               ("nominal_ms", "nominal link rate")]
+               ("nominal_ms", "nominal link rate"),
+               ("lockstep_ms", "calibrated link with its CPU term, lockstep ceiling as compute")]
 
 
 def error(predicted, measured):
     return f"{100 * (predicted / measured - 1):+.0f}%"
+
+
+def distinct(slow, fast, noise):
+    """Whether `slow` is measured slower than `fast` by more than the noise: its fastest run
+    above the other's median (the spreads from best to median do not overlap) and above the
+    other's fastest by more than the share `noise`."""
+    return slow["ms"] > fast["median"] and slow["ms"] > fast["ms"] * (1 + noise)
 
 
 def verdict(rows, column, title, noise):
@@ -231,22 +303,24 @@ def verdict(rows, column, title, noise):
         for i, a in enumerate(group):
             for b in group[i + 1:]:
                 slow, fast = (a, b) if a["ms"] > b["ms"] else (b, a)
-                if slow["ms"] <= fast["ms"] * (1 + noise):
+                if not distinct(slow, fast, noise):
                     continue
                 pairs += 1
                 agree += slow[column] > fast[column]
+    floor = f" and by more than {100 * noise:.0f}%" if noise else ""
     lines.append(f"  pairs of sync modes / bucket sizes of one model, host count and link whose "
-                 f"measured times differ by more than {100 * noise:.0f}%: {pairs}; predicted "
-                 f"in the same order: {agree}")
+                 f"measured times differ by more than their spread (best to median){floor}: "
+                 f"{pairs}; predicted in the same order: {agree}")
     return lines
 
 
 def render(rows, args):
     lines = [
-        "| model | hosts | link | --sync | --bucket_mb | measured ms/iter | comm % "
-        "| compute in the run | ceiling ms | predicted, calibrated | error | wire only | error "
-        "| nominal rate | error |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | hosts | link | --sync | --bucket_mb | measured ms/iter, best | median "
+        "| comm % | compute in the run | ceiling ms, best | median | lockstep ceiling "
+        "| predicted, calibrated | error | wire only | error | nominal rate | error "
+        "| calibrated, lockstep | error |",
+        "|---|---:|---|---|" + "---:|" * 15,
     ]
     for r in rows:
         cells = []
@@ -254,18 +328,78 @@ def render(rows, args):
             value = r.get(column)
             cells.append(f"{value:.1f} | {error(value, r['ms'])}" if value else "- | -")
         bucket = "(one)" if r["sync"] == "blocking" else f"{r['bucket']:g}"
+        lockstep = f"{r['lockstep']:.1f}" if r["lockstep"] else "-"
         lines.append(
             f"| {r['model']} | {r['hosts']} | {r['rate']} | {r['sync']} | {bucket} "
-            f"| {r['ms']:.1f} | {100 * r['comm'] / r['ms']:.0f} | {r['ms'] - r['exposed']:.1f} "
-            f"| {r['ceiling']:.1f} | {' | '.join(cells)} |")
+            f"| {r['ms']:.1f} | {r['median']:.1f} | {100 * r['comm'] / r['ms']:.0f} "
+            f"| {r['ms'] - r['exposed']:.1f} | {r['ceiling']:.1f} | {r['ceiling_median']:.1f} "
+            f"| {lockstep} | {' | '.join(cells)} |")
     lines.append("")
     for column, title in PREDICTIONS:
         lines += verdict(rows, column, title, args.noise)
-    loads = [r["load"] for r in rows if "load" in r]
+    runs = sorted({r["runs"] for r in rows})
+    if runs:
+        lines.append(f"runs a row: {', '.join(map(str, runs))} (each beside its own ceiling)")
+    loads = sorted(load for r in rows for load in r["loads"])
     if loads:
-        lines.append(f"1-minute load average at the end of the cluster runs: {min(loads):.1f} "
-                     f"to {max(loads):.1f}, median {sorted(loads)[len(loads) // 2]:.1f}")
+        lines.append(f"1-minute load average at the end of the cluster runs: {loads[0]:.1f} "
+                     f"to {loads[-1]:.1f}, median {statistics.median(loads):.1f}")
     return "\n".join(lines)
+
+
+def measure(validation, args):
+    """Every missing measurement of --models x --hosts into --results, pass by pass."""
+    try:
+        for model in args.models:
+            solver = None
+            for hosts in args.hosts:
+                for repeat in range(args.repeats):
+                    for config in configs(args, model, hosts):
+                        name = config_name(config)
+                        keys = [f"train {name} #{repeat}", f"ceiling {name} #{repeat}",
+                                f"time {model}", f"calibration {hosts} {config[2]}"]
+                        if all(k in validation.done for k in keys):
+                            continue
+                        if solver is None:
+                            solver = validation.runner.prepare(model)
+                        try:
+                            ceiling = validation.ceiling(config, solver, repeat)["ms"]
+                            row = validation.measured(config, solver, repeat)
+                            validation.calibration(hosts, config[2])
+                            validation.time_json(model)
+                        except (RuntimeError, subprocess.SubprocessError) as error:
+                            log(f"{name} #{repeat}: FAILED: {error}")
+                            continue
+                        log(f"{name} #{repeat}: measured {row['ms']:8.1f} ms/iter, ceiling "
+                            f"{ceiling:8.1f}, load {row['load']:.1f}")
+    finally:
+        cluster_scaling.cluster_sh("down")
+
+
+def table_rows(validation, args):
+    """The rows of every configuration with at least one repeat in --results, predicted."""
+    validation.prefetch(prediction_requests(validation, args))
+    rows = []
+    for model in args.models:
+        for hosts in args.hosts:
+            for config in configs(args, model, hosts):
+                _, _, rate, sync, bucket = config
+                pairs = validation.repeats(config)
+                calibration = validation.done.get(f"calibration {hosts} {rate}")
+                if not pairs or calibration is None or f"time {model}" not in validation.done:
+                    continue
+                row = dict(model=model, hosts=hosts, rate=rate, sync=sync, bucket=bucket,
+                           **summary(pairs))
+                # blocking sends one allreduce whatever the bucket size.
+                plan = (sync, 25.0 if sync == "blocking" else bucket)
+                try:
+                    for column, compute, flags in prediction_inputs(row, calibration):
+                        row[column] = validation.predict(model, hosts, compute, flags).get(plan)
+                except RuntimeError as error:
+                    log(f"{config_name(config)}: prediction FAILED: {error}")
+                    continue
+                rows.append(row)
+    return rows
 
 
 def main():
@@ -277,8 +411,11 @@ def main():
     parser.add_argument("--rates", default="unlimited,10gbit,1gbit")
     parser.add_argument("--syncs", default="overlap,reduce_bcast,blocking")
     parser.add_argument("--buckets", default="0.25,25")
-    parser.add_argument("--noise", type=float, default=0.2,
-                        help="measured differences below this share are noise")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of every configuration, each beside its own ceiling")
+    parser.add_argument("--noise", type=float, default=0.0,
+                        help="for the order check, measured differences must also exceed this "
+                        "share (beyond the spread of the repeats)")
     parser.add_argument("--calibrate_max_mb", type=float, default=16)
     parser.add_argument("--timeout", type=float, default=900, help="seconds per run")
     parser.add_argument("--results", help="JSON lines of the measurements (resume)")
@@ -293,59 +430,24 @@ def main():
     args.rates = args.rates.split(",")
     args.syncs = args.syncs.split(",")
     args.buckets = [float(b) for b in args.buckets.split(",")]
+    if args.repeats < 1:
+        sys.exit(f"scale_validation: --repeats={args.repeats}: give 1 or more")
+    for model in args.models:
+        if model not in cluster_scaling.MODELS:
+            sys.exit(f"scale_validation: --models: unknown model {model} "
+                     f"({', '.join(cluster_scaling.MODELS)})")
     if not args.table_only and os.geteuid() != 0:
         sys.exit("scale_validation: needs root (network namespaces)")
-    # The Runner prepares data for the largest host count.
     validation = Validation(args)
-    if args.table_only:
-        validation.prefetch(prediction_requests(validation, args))
-    rows = []
     try:
-        for model in args.models:
-            solver = None
-            for hosts in args.hosts:
-                for rate in args.rates:
-                    for sync in args.syncs:
-                        buckets = args.buckets[-1:] if sync == "blocking" else args.buckets
-                        for bucket in buckets:
-                            config = f"{model} {hosts} {rate} {sync} {bucket}"
-                            keys = [f"train {config}", f"ceiling {config}", f"time {model}",
-                                    f"calibration {hosts} {rate}"]
-                            if args.table_only and not all(k in validation.done for k in keys):
-                                continue
-                            if (solver is None and not args.table_only
-                                    and not all(k in validation.done for k in keys)):
-                                solver = validation.runner.prepare(model)
-                            try:
-                                ceiling = validation.ceiling(model, solver, hosts, rate, sync,
-                                                             bucket)["ms"]
-                                row = validation.measured(model, solver, hosts, rate, sync,
-                                                          bucket)
-                                calibration = validation.calibration(hosts, rate)
-                                validation.time_json(model)
-                                if args.measure_only:
-                                    log(f"{config}: measured {row['ms']:8.1f} ms/iter, "
-                                        f"ceiling {ceiling:8.1f}, load {row['load']:.1f}")
-                                    continue
-                                predictions = [
-                                    validation.predict(model, hosts, ceiling, flags)
-                                    if flags else {} for flags in link_flags(calibration, rate)]
-                            except (RuntimeError, subprocess.SubprocessError) as error:
-                                log(f"{config}: FAILED: {error}")
-                                continue
-                            # blocking sends one allreduce whatever the bucket size.
-                            plan = (sync, 25.0 if sync == "blocking" else bucket)
-                            calibrated, wire, nominal = (p.get(plan) for p in predictions)
-                            rows.append(dict(model=model, hosts=hosts, rate=rate, sync=sync,
-                                             bucket=bucket, ms=row["ms"], comm=row["comm"],
-                                             exposed=row["exposed"], load=row["load"],
-                                             ceiling=ceiling, calibrated_ms=calibrated,
-                                             wire_ms=wire, nominal_ms=nominal))
-    finally:
         if not args.table_only:
-            validation.runner.cleanup()
-    if args.measure_only:
-        return 0
+            measure(validation, args)
+        if args.measure_only:
+            return 0
+        rows = table_rows(validation, args)
+    finally:
+        # The generated data, timelines and the predictions' scratch files.
+        shutil.rmtree(validation.work, ignore_errors=True)
     table = render(rows, args)
     print(table)
     if args.markdown:

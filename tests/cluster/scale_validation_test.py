@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""bench/scale_validation.py without a cluster: the best-of-N rows, the noise of the order
+check, and --table-only on a hand-made --results file (the prediction takes the fastest
+ceiling, never the run; nothing is left in TMPDIR).
+
+    tests/cluster/scale_validation_test.py --source SRC --build BUILD
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def run(ms, comm, exposed, load):
+    return dict(ms=ms, comm=comm, exposed=exposed, load=load)
+
+
+def test_summary(sv):
+    pairs = [(dict(ms=20.0, lockstep_ms=21.0), run(30.0, 9.0, 3.0, 1.0)),
+             (dict(ms=22.0, lockstep_ms=26.0), run(25.0, 8.0, 2.0, 2.0)),
+             (dict(ms=18.0, lockstep_ms=23.0), run(40.0, 20.0, 10.0, 3.0))]
+    row = sv.summary(pairs)
+    # The fastest run with its own timeline figures; the fastest ceiling, wherever it was.
+    check((row["ms"], row["comm"], row["exposed"], row["load"]) == (25.0, 8.0, 2.0, 2.0),
+          f"fastest run: {row}")
+    check(row["median"] == 30.0 and row["ceiling"] == 18.0 and row["ceiling_median"] == 20.0,
+          f"medians and fastest ceiling: {row}")
+    check(row["runs"] == 3 and row["loads"] == [1.0, 2.0, 3.0], f"runs and loads: {row}")
+    check(row["lockstep"] == 21.0, f"fastest lockstep ceiling: {row}")
+    # A ceiling measured before the lockstep figure: no lockstep for the row.
+    del pairs[0][0]["lockstep_ms"]
+    check(sv.summary(pairs)["lockstep"] is None, "lockstep from some ceilings only")
+
+
+def test_distinct(sv):
+    slow = dict(ms=30.0, median=33.0)
+    # The spreads overlap (30 below the other's median 31): noise, whatever the bests.
+    check(not sv.distinct(slow, dict(ms=25.0, median=31.0), 0.0), "overlapping spreads")
+    check(sv.distinct(slow, dict(ms=25.0, median=28.0), 0.0), "separate spreads")
+    # --noise adds a floor: 30 is not 25% above 25.
+    check(not sv.distinct(slow, dict(ms=25.0, median=28.0), 0.25), "--noise floor")
+
+
+def test_verdict(sv):
+    def row(sync, ms, median, comm, predicted):
+        return dict(model="lenet", hosts=2, rate="1gbit", sync=sync, ms=ms, median=median,
+                    comm=comm, calibrated_ms=predicted)
+    rows = [row("overlap", 20.0, 21.0, 8.0, 23.0),        # comm 40%, +15%: within
+            row("reduce_bcast", 40.0, 50.0, 20.0, 30.0),  # comm 50%, -25%: a miss
+            row("blocking", 22.0, 30.0, 5.0, 40.0)]       # comm 23%: not counted
+    lines = sv.verdict(rows, "calibrated_ms", "t", 0.0)
+    check("communication >= 30% of the iteration: 2; predicted within 20%: 1" in lines[1],
+          lines[1])
+    # Every pair is apart (the slower's best above the other's median): reduce_bcast over
+    # overlap (40 > 21) predicted in order (30 > 23); blocking over overlap (22 > 21) in
+    # order (40 > 23); reduce_bcast over blocking (40 > 30) out of order (30 < 40).
+    check(lines[2].endswith(": 3; predicted in the same order: 2"), lines[2])
+
+
+def test_lockstep(source):
+    """cluster_scaling's iteration lengths, the lockstep ceiling's input, from a timeline."""
+    import cluster_scaling
+    with tempfile.TemporaryDirectory() as scratch:
+        path = os.path.join(scratch, "timeline.json")
+        updates = [dict(ph="X", pid=0, cat="update", ts=ts, dur=1000)
+                   for ts in (0, 10000, 30000, 40000)]
+        with open(path, "w") as f:
+            json.dump(dict(traceEvents=updates), f)
+        # One warm-up iteration; three measured, ending at 11, 31 and 41 ms.
+        lengths = cluster_scaling.iteration_ms(path, 1, 3)
+        check(lengths == [10.0, 20.0, 10.0], f"iteration lengths {lengths}")
+        check(abs(cluster_scaling.analyse(path, 1, 3)["ms"] - 40.0 / 3) < 1e-9, "mean")
+
+
+def test_table_only(sv_path, source, build):
+    doppio = os.path.join(build, "tools", "doppio")
+    with tempfile.TemporaryDirectory() as scratch:
+        times = os.path.join(scratch, "lenet_time.json")
+        subprocess.run([doppio, "time", f"--model={source}/models/lenet/train_val.prototxt",
+                        "--batch=64", "--input_shape=1,28,28", "--iterations=2",
+                        f"--json={times}"], check=True, capture_output=True,
+                       env=dict(os.environ, GLOG_minloglevel="2"))
+        with open(times) as f:
+            time_json = f.read()
+        calibration = dict(latency_us=50.0, bandwidth_gbps=1.0, reduce_gbs=1.0,
+                           comm_cpu_gbs=0.5, shared_cores=2)
+        config = "lenet 2 1gbit overlap 25.0"
+        entries = [("time lenet", time_json), ("calibration 2 1gbit", calibration),
+                   (f"ceiling {config} #0", dict(ms=30.0, lockstep_ms=31.0, load=1.0)),
+                   (f"train {config} #0", run(35.0, 12.0, 4.0, 1.0)),
+                   (f"ceiling {config} #1", dict(ms=21.0, lockstep_ms=24.0, load=1.5)),
+                   (f"train {config} #1", run(50.0, 20.0, 9.0, 1.5))]
+        results = os.path.join(scratch, "runs.jsonl")
+        with open(results, "w") as f:
+            for key, value in entries:
+                f.write(json.dumps(dict(key=key, value=value)) + "\n")
+        tmp = os.path.join(scratch, "tmp")
+        os.mkdir(tmp)
+        table = subprocess.run(
+            [sys.executable, sv_path, "--build", build, "--models", "lenet", "--hosts", "2",
+             "--rates", "1gbit", "--syncs", "overlap", "--buckets", "25", "--repeats", "2",
+             "--results", results, "--table-only"],
+            env=dict(os.environ, TMPDIR=tmp), capture_output=True, text=True)
+        check(table.returncode == 0, f"--table-only failed:\n{table.stderr}")
+        check(os.listdir(tmp) == [], f"--table-only left {os.listdir(tmp)} in TMPDIR")
+        rows = [line for line in table.stdout.splitlines() if line.startswith("| lenet")]
+        check(len(rows) == 1, f"one row expected:\n{table.stdout}")
+        cells = [c.strip() for c in rows[0].strip("|").split("|")]
+        # best, median (of 35 and 50), comm % of the best, its compute, ceiling best, median,
+        # lockstep ceiling best.
+        check(cells[5:12] == ["35.0", "42.5", "34", "31.0", "21.0", "25.5", "24.0"],
+              f"cells {cells}")
+        # The calibrated predictions are doppio scale's with the fastest ceiling, and the
+        # fastest lockstep ceiling, as compute: never the run's figures.
+        for compute, column in (("21.0", 12), ("24.0", 18)):
+            plan = os.path.join(scratch, "plan.json")
+            subprocess.run([doppio, "scale", f"--model={source}/models/lenet/train_val.prototxt",
+                            "--batch=64", "--input_shape=1,28,28", "--ranks=2",
+                            f"--time_json={times}", f"--compute_ms={compute}", f"--json={plan}",
+                            "--latency_us=50.0", "--bandwidth_gbps=1.0", "--reduce_gbs=1.0",
+                            "--comm_cpu_gbs=0.5", "--shared_cores=2"], check=True,
+                           capture_output=True, env=dict(os.environ, GLOG_minloglevel="2"))
+            with open(plan) as f:
+                expected = next(p["ms_per_iter"] for p in json.load(f)["plans"]
+                                if p["sync"] == "overlap" and p["bucket_mb"] == 25.0)
+            check(cells[column] == f"{expected:.1f}",
+                  f"column {column}: {cells[column]}, expected {expected:.1f}")
+            check(cells[column + 1] == f"{100 * (expected / 35.0 - 1):+.0f}%",
+                  f"error {cells[column + 1]}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--build", required=True)
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.join(args.source, "bench"))
+    import scale_validation as sv
+    test_summary(sv)
+    test_distinct(sv)
+    test_verdict(sv)
+    test_lockstep(args.source)
+    test_table_only(os.path.join(args.source, "bench", "scale_validation.py"), args.source,
+                    args.build)
+    print("scale_validation_test: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
