@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
@@ -12,20 +13,60 @@ namespace doppio {
 
 namespace {
 using dnnl::normalization_flags;
+using Args = std::unordered_map<int, dnnl::memory>;
 }  // namespace
 
 void OnednnBatchNormLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   BatchNormLayer<float>::Reshape(bottom, top);
+  if (fused_backward_) x_norm_.ReshapeLike(*bottom[0]);
   if (bottom[0]->shape() == prepared_shape_ || bottom[0]->count() == 0) return;
   UseOnednnThreads();
   OnednnCall(this->Describe(), "batch normalization", [&] { Prepare(); });
   prepared_shape_ = bottom[0]->shape();
 }
 
+void OnednnBatchNormLayer::FuseScale(Layer<float>* scale, bool relu, bool backward) {
+  scale_layer_ = scale;
+  fused_relu_ = relu;
+  fused_backward_ = backward;
+  if (prepared_shape_.empty()) return;  // Reshape prepares it when the bottom has values
+  // The kept input, of the bottom's shape (which Reshape saw last).
+  if (backward) x_norm_.Reshape(prepared_shape_);
+  UseOnednnThreads();
+  OnednnCall(this->Describe(), "batch normalization with scale and shift", [&] { Prepare(); });
+}
+
 void OnednnBatchNormLayer::Prepare() {
   // Caffe normalises axis 1 over every other axis: (N, C, the rest, 1) covers any shape.
   const auto data = OnednnPlainDesc({num_, channels_, spatial_dim_, 1});
   const auto stats = OnednnPlainDesc({channels_});
+  if (fused()) {
+    auto flags = normalization_flags::use_scale;
+    if (use_global_stats_) flags |= normalization_flags::use_global_stats;
+    if (scale_layer_->blobs().size() > 1) flags |= normalization_flags::use_shift;
+    if (fused_relu_) flags |= normalization_flags::fuse_norm_relu;
+    const dnnl::batch_normalization_forward::primitive_desc forward_pd(
+        dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, data, eps_,
+                                                flags),
+        engine_);
+    forward_ = dnnl::batch_normalization_forward(forward_pd);
+    backward_ =
+        dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(
+            dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, data, data, eps_,
+                                                     flags),
+            engine_, forward_pd));
+    if (fused_relu_) workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine_);
+    for (dnnl::memory* memory : {&src_, &dst_, &diff_dst_, &diff_src_}) {
+      *memory = dnnl::memory(data, engine_, DNNL_MEMORY_NONE);
+    }
+    for (dnnl::memory* memory : {&scale_, &shift_}) {
+      *memory = dnnl::memory(stats, engine_, DNNL_MEMORY_NONE);
+    }
+    for (dnnl::memory* memory : {&mean_memory_, &variance_memory_, &diff_scale_, &diff_shift_}) {
+      *memory = dnnl::memory(stats, engine_);
+    }
+    return;
+  }
   const auto forward_flags =
       use_global_stats_ ? normalization_flags::use_global_stats : normalization_flags::none;
   const auto backward_flags =
@@ -58,6 +99,7 @@ void OnednnBatchNormLayer::Prepare() {
 }
 
 void OnednnBatchNormLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  CountForward();
   if (bottom[0]->count() == 0) {
     BatchNormLayer<float>::Forward_cpu(bottom, top);
     return;
@@ -74,6 +116,10 @@ void OnednnBatchNormLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top
       variance[c] = factor * variance_sum[c];
     }
   }
+  if (fused()) {
+    ForwardFused(bottom, top);
+    return;
+  }
   UseOnednnThreads();
   OnednnCall(this->Describe(), "batch normalization forward", [&] {
     src_.set_data_handle(const_cast<float*>(bottom[0]->cpu_data()));
@@ -85,8 +131,17 @@ void OnednnBatchNormLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top
     stream_.wait();
   });
   if (use_global_stats_) return;
-  // Running sums, as the CAFFE engine keeps them: s <- maf * s + 1, mean_sum <- maf * mean_sum
-  // + mean, and the variance's with the unbiased correction m / (m - 1) (oneDNN's is biased).
+  UpdateRunningSums();
+  float* scale = Values(scale_);
+  for (int c = 0; c < channels_; ++c) scale[c] = 1.f / std::sqrt(variance[c] + eps_);
+  cpu_copy(top[0]->count(), top[0]->cpu_data(), x_norm_.mutable_cpu_data());
+}
+
+void OnednnBatchNormLayer::UpdateRunningSums() {
+  // As the CAFFE engine keeps them: s <- maf * s + 1, mean_sum <- maf * mean_sum + mean, and
+  // the variance's with the unbiased correction m / (m - 1) (oneDNN's is biased).
+  const float* mean = Values(mean_memory_);
+  const float* variance = Values(variance_memory_);
   const int m = num_ * spatial_dim_;
   const float maf = moving_average_fraction_;
   float* factor = this->blobs_[2]->mutable_cpu_data();
@@ -94,22 +149,81 @@ void OnednnBatchNormLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top
   const float correction = m > 1 ? float(m) / float(m - 1) : 1.f;
   float* mean_sum = this->blobs_[0]->mutable_cpu_data();
   float* variance_sum = this->blobs_[1]->mutable_cpu_data();
-  float* scale = Values(scale_);
   for (int c = 0; c < channels_; ++c) {
     mean_sum[c] = maf * mean_sum[c] + mean[c];
     variance_sum[c] = maf * variance_sum[c] + correction * variance[c];
-    scale[c] = 1.f / std::sqrt(variance[c] + eps_);
   }
-  cpu_copy(top[0]->count(), top[0]->cpu_data(), x_norm_.mutable_cpu_data());
+}
+
+void OnednnBatchNormLayer::ForwardFused(const BlobVec& bottom, const BlobVec& top) {
+  // In place: the input Backward needs is about to be overwritten.
+  if (fused_backward_) {
+    cpu_copy(bottom[0]->count(), bottom[0]->cpu_data(), x_norm_.mutable_cpu_data());
+  }
+  const auto& params = scale_layer_->blobs();
+  UseOnednnThreads();
+  OnednnCall(this->Describe(), "batch normalization forward with scale and shift", [&] {
+    src_.set_data_handle(const_cast<float*>(bottom[0]->cpu_data()));
+    dst_.set_data_handle(top[0]->mutable_cpu_data());
+    scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));
+    Args args{{DNNL_ARG_SRC, src_},
+              {DNNL_ARG_DST, dst_},
+              {DNNL_ARG_MEAN, mean_memory_},
+              {DNNL_ARG_VARIANCE, variance_memory_},
+              {DNNL_ARG_SCALE, scale_}};
+    if (params.size() > 1) {
+      shift_.set_data_handle(const_cast<float*>(params[1]->cpu_data()));
+      args[DNNL_ARG_SHIFT] = shift_;
+    }
+    if (fused_relu_) args[DNNL_ARG_WORKSPACE] = workspace_;
+    forward_.execute(stream_, args);
+    stream_.wait();
+  });
+  if (!use_global_stats_) UpdateRunningSums();
+}
+
+void OnednnBatchNormLayer::BackwardFused(const BlobVec& top, const BlobVec& bottom) {
+  const auto& params = scale_layer_->blobs();
+  UseOnednnThreads();
+  OnednnCall(this->Describe(), "batch normalization backward with scale and shift", [&] {
+    src_.set_data_handle(const_cast<float*>(x_norm_.cpu_data()));
+    diff_dst_.set_data_handle(const_cast<float*>(top[0]->cpu_diff()));
+    diff_src_.set_data_handle(bottom[0]->mutable_cpu_diff());
+    scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));
+    Args args{{DNNL_ARG_SRC, src_},          {DNNL_ARG_DIFF_DST, diff_dst_},
+              {DNNL_ARG_MEAN, mean_memory_}, {DNNL_ARG_VARIANCE, variance_memory_},
+              {DNNL_ARG_SCALE, scale_},      {DNNL_ARG_DIFF_SCALE, diff_scale_},
+              {DNNL_ARG_DIFF_SRC, diff_src_}};
+    if (params.size() > 1) {
+      shift_.set_data_handle(const_cast<float*>(params[1]->cpu_data()));
+      args[DNNL_ARG_SHIFT] = shift_;
+      args[DNNL_ARG_DIFF_SHIFT] = diff_shift_;
+    }
+    if (fused_relu_) args[DNNL_ARG_WORKSPACE] = workspace_;
+    backward_.execute(stream_, args);
+    stream_.wait();
+  });
+  // Parameter gradients accumulate, as the Scale layer's own Backward would.
+  const dnnl::memory* diffs[] = {&diff_scale_, &diff_shift_};
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    if (!scale_layer_->param_propagate_down(static_cast<int>(p))) continue;
+    cpu_axpy(channels_, 1.f, static_cast<const float*>(diffs[p]->get_data_handle()),
+             params[p]->mutable_cpu_diff());
+  }
 }
 
 void OnednnBatchNormLayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                         const BlobVec& bottom) {
-  if (!propagate_down[0]) return;
   if (bottom[0]->count() == 0) {
-    BatchNormLayer<float>::Backward_cpu(top, propagate_down, bottom);
+    if (propagate_down[0]) BatchNormLayer<float>::Backward_cpu(top, propagate_down, bottom);
     return;
   }
+  // Fused, the Scale's parameter gradients come from here even where the bottom needs none.
+  if (fused()) {
+    BackwardFused(top, bottom);
+    return;
+  }
+  if (!propagate_down[0]) return;
   UseOnednnThreads();
   OnednnCall(this->Describe(), "batch normalization backward", [&] {
     diff_dst_.set_data_handle(const_cast<float*>(top[0]->cpu_diff()));
