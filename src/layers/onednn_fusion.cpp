@@ -108,7 +108,7 @@ void FuseBatchNormScaleReLU(const Net<float>& net) {
     auto* relu = j < 0 ? nullptr : dynamic_cast<OnednnReLULayer*>(layers[j].get());
     const bool with_relu = relu != nullptr && !relu->fused() && InPlaceOn(net, j, blob) &&
                            relu->negative_slope() == 0 && need_backward[j] == need_backward[k];
-    batch_norm->FuseScale(layers[k].get(), with_relu, need_backward[k]);
+    batch_norm->FuseScale(layers[k].get(), with_relu);
     scale->FuseInto(*batch_norm, layers[i]->Describe());
     std::string what = layers[k]->Describe();
     if (with_relu) {

@@ -20,9 +20,10 @@ namespace doppio {
 // which an in-place layer has overwritten.
 // Fused (onednn_fusion.cpp) with the in-place Scale after it, and the in-place ReLU after that
 // where there is one, one primitive with the Scale's parameters as its scale and shift (and
-// fuse_norm_relu) computes all of them: Forward keeps the input instead of x_norm_ (in
-// x_norm_'s buffer), Backward runs oneDNN's backward on it with the statistics Forward used and
-// adds the scale and shift gradients to the Scale's parameter diffs.
+// fuse_norm_relu) computes all of them, in a blocked layout where oneDNN has a jit kernel:
+// Forward keeps the input in that layout instead of x_norm_ (which then stays unallocated),
+// Backward runs oneDNN's backward on it with the statistics Forward used and adds the scale
+// and shift gradients to the Scale's parameter diffs.
 class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHost {
  public:
   explicit OnednnBatchNormLayer(const LayerParameter& param) : BatchNormLayer<float>(param) {}
@@ -30,8 +31,7 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
 
   // From the next Forward on, computes `scale` (an in-place Scale with a learned scale of one
   // value per channel, and maybe a bias) and, with `relu`, a ReLU of slope 0 after it.
-  // `backward`: whether Backward will run (the input is then kept for it).
-  void FuseScale(Layer<float>* scale, bool relu, bool backward);
+  void FuseScale(Layer<float>* scale, bool relu);
   bool fused() const { return scale_layer_ != nullptr; }
 
  protected:
@@ -41,6 +41,7 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
 
  private:
   void Prepare();
+  void PrepareFused(const dnnl::memory::desc& data, const dnnl::memory::desc& stats);
   void ForwardFused(const BlobVec& bottom, const BlobVec& top);
   void BackwardFused(const BlobVec& top, const BlobVec& bottom);
   // Caffe's running sums from this batch's mean and (biased) variance.
@@ -57,12 +58,14 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   // ones), Backward's constants (zero mean, variance 1 - eps, the scale 1 / sqrt(var + eps)),
   // and the gradient of that scale, which oneDNN computes and nothing reads.
   dnnl::memory mean_memory_, variance_memory_, zero_mean_, unit_variance_, scale_, diff_scale_;
-  // Fused: the Scale layer whose blobs are the scale and shift, whether a ReLU and Backward
-  // follow, the shift's gradient and the ReLU's workspace.
+  // Fused: the Scale layer whose blobs are the scale and shift, whether a ReLU follows, the
+  // shift's gradient, the ReLU's workspace, the input kept in the primitive's
+  // layout, and the tensors reordered around the primitive.
   Layer<float>* scale_layer_ = nullptr;
   bool fused_relu_ = false;
-  bool fused_backward_ = false;
-  dnnl::memory shift_, diff_shift_, workspace_;
+  dnnl::memory shift_, diff_shift_, workspace_, kept_src_;
+  dnnl::reorder keep_src_;
+  OnednnTensor fused_dst_, fused_diff_dst_, fused_diff_src_;
 };
 
 }  // namespace doppio
