@@ -112,6 +112,7 @@ void OnednnConvolutionLayer::RecreateForward() {
 }
 
 void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  CountForward();
   UseOnednnThreads();
   OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "convolution forward", [&] {

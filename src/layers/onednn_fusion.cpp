@@ -1,15 +1,30 @@
-// The oneDNN engine's fusion pass: a Convolution or InnerProduct whose output goes straight
-// into an in-place ReLU computes the ReLU itself, as oneDNN's eltwise_relu post-op, and the
-// ReLU's Forward does nothing. One pass over the output instead of two, and no second call.
+// The oneDNN engine's fusion passes:
+// - a Convolution or InnerProduct whose output goes straight into an in-place ReLU computes
+//   the ReLU itself, as oneDNN's eltwise_relu post-op, and the ReLU's Forward does nothing.
+//   One pass over the output instead of two, and no second call;
+// - a BatchNorm followed by an in-place Scale (ResNet's pattern), and maybe an in-place ReLU,
+//   computes all three in one batch normalization primitive with scale, shift and
+//   fuse_norm_relu, forward and backward: two passes over the activations instead of five
+//   each way, and no copy of the Scale's input.
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <algorithm>
 
 #include "doppio/core/layer_fusion.hpp"
+#include "doppio/layers/onednn_batch_norm_layer.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
+#include "doppio/layers/onednn_scale_layer.hpp"
 
 namespace doppio {
+
+void OnednnFusionGuest::CheckHostRan(const std::string& guest) {
+  DOPPIO_ENSURE(host_->forwards() != seen_forwards_)
+      << guest << " runs inside " << host_name_ << " (oneDNN fusion), whose Forward has not run "
+      << "since this layer's last: a forward pass must start at " << host_name_
+      << " or before it (Net::ForwardFromTo), not between the two";
+  seen_forwards_ = host_->forwards();
+}
 
 namespace {
 
@@ -40,18 +55,74 @@ void FuseReLUPostOps(const Net<float>& net) {
     const int j = FirstReader(net, i, output);
     if (j < 0) continue;
     auto* relu = dynamic_cast<OnednnReLULayer*>(layers[j].get());
-    if (relu == nullptr || relu->skips_forward() || net.top_vecs()[j][0] != output ||
+    if (relu == nullptr || relu->fused() || net.top_vecs()[j][0] != output ||
         relu->negative_slope() < 0) {
       continue;
     }
     fusable->FuseReLU(relu->negative_slope());
-    relu->SkipForward();
+    relu->FuseInto(*fusable, layers[i]->Describe());
     LOG(INFO) << "oneDNN fuses " << relu->Describe() << " into " << layers[i]->Describe()
               << " (eltwise_relu post-op)";
   }
 }
 
 const LayerFusionRegisterer<float> g_fuse_relu_post_ops(FuseReLUPostOps);
+
+// Whether layer `j` runs in place on `blob` alone.
+bool InPlaceOn(const Net<float>& net, int j, const Blob<float>* blob) {
+  const auto& bottom = net.bottom_vecs()[j];
+  const auto& top = net.top_vecs()[j];
+  return bottom.size() == 1 && top.size() == 1 && bottom[0] == blob && top[0] == blob;
+}
+
+// Fuses where the fused primitive computes what the layers would, forward and backward:
+// - all of them run in place on one blob (nothing else can read the values in between: a
+//   second reader would need a Split, and an in-place layer on a blob that a later layer
+//   also reads is refused by the net), the Scale the first layer to read the BatchNorm's
+//   output and the ReLU the first to read the Scale's;
+// - the Scale learns one factor per channel (one bottom, axis 1, one axis), as oneDNN's scale;
+// - the ReLU has slope 0 (fuse_norm_relu has no other) and its ONEDNN engine;
+// - where the Scale needs Backward, so does the BatchNorm, which then computes the Scale's
+//   parameter gradients (a BatchNorm whose bottom needs no gradient and whose statistics
+//   learn nothing would have no Backward call). The ReLU's needs are the Scale's.
+void FuseBatchNormScaleReLU(const Net<float>& net) {
+  const auto& layers = net.layers();
+  const auto& need_backward = net.layer_need_backward();
+  for (int i = 0; i < static_cast<int>(layers.size()); ++i) {
+    auto* batch_norm = dynamic_cast<OnednnBatchNormLayer*>(layers[i].get());
+    if (batch_norm == nullptr || batch_norm->fused()) continue;
+    Blob<float>* blob = net.top_vecs()[i][0];
+    if (!InPlaceOn(net, i, blob) || blob->num_axes() < 2) continue;
+    const int k = FirstReader(net, i, blob);
+    if (k < 0) continue;
+    auto* scale = dynamic_cast<OnednnScaleLayer*>(layers[k].get());
+    if (scale == nullptr || scale->fused() || !InPlaceOn(net, k, blob)) continue;
+    const ScaleParameter& scale_param = layers[k]->layer_param().scale_param();
+    if (blob->CanonicalAxisIndex(scale_param.axis()) != 1 ||
+        layers[k]->blobs()[0]->num_axes() != 1 ||
+        layers[k]->blobs()[0]->count() != blob->shape(1)) {
+      continue;
+    }
+    if (need_backward[k] && !need_backward[i]) continue;
+    const int j = FirstReader(net, k, blob);
+    auto* relu = j < 0 ? nullptr : dynamic_cast<OnednnReLULayer*>(layers[j].get());
+    const bool with_relu = relu != nullptr && !relu->fused() && InPlaceOn(net, j, blob) &&
+                           relu->negative_slope() == 0 && need_backward[j] == need_backward[k];
+    batch_norm->FuseScale(layers[k].get(), with_relu);
+    scale->FuseInto(*batch_norm, layers[i]->Describe());
+    std::string what = layers[k]->Describe();
+    if (with_relu) {
+      relu->FuseInto(*batch_norm, layers[i]->Describe());
+      relu->SkipBackward();
+      what += " and " + layers[j]->Describe();
+    }
+    LOG(INFO) << "oneDNN fuses " << what << " into " << layers[i]->Describe()
+              << " (batch normalization with scale and shift"
+              << (with_relu ? ", fuse_norm_relu)" : ")");
+  }
+}
+
+const LayerFusionRegisterer<float> g_fuse_batch_norm_scale_relu(FuseBatchNormScaleReLU);
 
 }  // namespace
 

@@ -78,6 +78,7 @@ void OnednnInnerProductLayer::RecreateForward() {
 }
 
 void OnednnInnerProductLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  CountForward();
   UseOnednnThreads();
   OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "inner product forward", [&] {

@@ -32,7 +32,10 @@ void OnednnReLULayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
 }
 
 void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
-  if (skip_forward_) return;
+  if (fused()) {
+    CheckHostRan(this->Describe());
+    return;
+  }
   if (!FromOutput()) KeepInputIfInPlace(*bottom[0], *top[0]);
   UseOnednnThreads();
   OnednnCall(this->Describe(), "eltwise (relu) forward", [&] {
@@ -45,7 +48,7 @@ void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
 
 void OnednnReLULayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                    const BlobVec& bottom) {
-  if (!propagate_down[0]) return;
+  if (!propagate_down[0] || skip_backward_) return;
   UseOnednnThreads();
   OnednnCall(this->Describe(), "eltwise (relu) backward", [&] {
     const float* data = FromOutput() ? top[0]->cpu_data() : ForwardInput(*bottom[0]);

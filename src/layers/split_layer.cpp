@@ -1,7 +1,10 @@
 #include "doppio/layers/split_layer.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "doppio/core/layer_registry.hpp"
-#include "doppio/util/math_functions.hpp"
+#include "doppio/util/thread_pool.hpp"
 
 namespace doppio {
 
@@ -22,14 +25,22 @@ void SplitLayer<Dtype>::Backward_cpu(const BlobVec& top, const std::vector<bool>
   const int count = bottom[0]->count();
   if (!propagate_down[0] || count == 0) return;
   Dtype* bottom_diff = bottom[0]->mutable_cpu_diff();
-  if (top.size() == 1) {
-    cpu_copy(count, top[0]->cpu_diff(), bottom_diff);
-    return;
-  }
-  cpu_add(count, top[0]->cpu_diff(), top[1]->cpu_diff(), bottom_diff);
-  for (std::size_t i = 2; i < top.size(); ++i) {
-    cpu_axpy(count, Dtype(1), top[i]->cpu_diff(), bottom_diff);
-  }
+  // Element by element, so any split of the range gives the same sums (a ResNet-50 Split at
+  // batch 8 sums 25 MB: serial, it took as long on 2 threads as on 1).
+  // The pointers first: a Blob's accessors are not for several threads at once.
+  std::vector<const Dtype*> diffs;
+  for (const Blob<Dtype>* blob : top) diffs.push_back(blob->cpu_diff());
+  constexpr int kGrain = 1 << 15;
+  ParallelFor(count, kGrain, [&](int begin, int end, int) {
+    if (diffs.size() == 1) {
+      std::copy(diffs[0] + begin, diffs[0] + end, bottom_diff + begin);
+      return;
+    }
+    for (int j = begin; j < end; ++j) bottom_diff[j] = diffs[0][j] + diffs[1][j];
+    for (std::size_t i = 2; i < diffs.size(); ++i) {
+      for (int j = begin; j < end; ++j) bottom_diff[j] += diffs[i][j];
+    }
+  });
 }
 
 DOPPIO_INSTANTIATE_CLASS(SplitLayer);

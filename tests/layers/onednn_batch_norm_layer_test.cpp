@@ -9,6 +9,7 @@
 #include <string>
 
 #include "doppio/core/net.hpp"
+#include "doppio/layers/onednn_batch_norm_layer.hpp"
 #include "engine_comparison.hpp"
 #include "engine_override.hpp"
 #include "gradient_checker.hpp"
@@ -84,9 +85,10 @@ TEST(OnednnBatchNormTest, GradientBatchStatistics) {
   checker.CheckGradientExhaustive(layer.get(), {&bottom}, {&top});
 }
 
-// ResNet-50's conv -> BatchNorm -> Scale -> ReLU, the last three in place, as a net: the
-// in-place Scale reads BatchNorm's kept output on either engine. In TRAIN (batch statistics)
-// and TEST (the stored ones: there every parameter is drawn from [0.5, 2]).
+// ResNet-50's conv -> BatchNorm -> Scale -> ReLU, the last three in place, as a net: on
+// CAFFE the in-place Scale reads BatchNorm's kept output; on ONEDNN the three are fused into
+// one primitive (onednn_fusion.cpp). In TRAIN (batch statistics) and TEST (the stored ones:
+// there every parameter is drawn from [0.5, 2]).
 TEST(OnednnBatchNormTest, ResNetBlockInPlaceNetMatchesCaffe) {
   NetParameter param = ParseText<NetParameter>(R"(
     name: 'block' force_backward: true state { phase: TRAIN }
@@ -110,7 +112,10 @@ TEST(OnednnBatchNormTest, ResNetBlockInPlaceNetMatchesCaffe) {
     Net<float> onednn(WithEngine(param, "ONEDNN"));
     int onednn_layers = 0;
     for (const auto& layer : onednn.layers()) onednn_layers += layer->engine() == "ONEDNN";
-    EXPECT_EQ(onednn_layers, 4);  // conv, bn, relu, pool; Scale stays on CAFFE
+    EXPECT_EQ(onednn_layers, 5);  // conv, bn, scale, relu, pool
+    const auto* bn = dynamic_cast<const OnednnBatchNormLayer*>(onednn.layer_by_name("bn").get());
+    ASSERT_NE(bn, nullptr);
+    EXPECT_TRUE(bn->fused());
     Rng rng(31);
     for (const char* input : {"x", "target"}) {
       FillGaussian(caffe.blob_by_name(input).get(), rng);

@@ -69,7 +69,7 @@ std::unique_ptr<Net<float>> MakeNet(const std::string& text, Phase phase) {
 
 bool Fused(const Net<float>& net, const std::string& relu) {
   const auto* layer = dynamic_cast<const OnednnReLULayer*>(net.layer_by_name(relu).get());
-  return layer != nullptr && layer->skips_forward();
+  return layer != nullptr && layer->fused();
 }
 
 // Gives `b` the inputs and parameters of `a`, runs both forward and backward (twice, so that
@@ -158,6 +158,23 @@ TEST(OnednnFusionTest, CaffeReLUIsNotFused) {
   EXPECT_EQ(net.layer_by_name("relu1")->engine(), "CAFFE");
   EXPECT_EQ(net.layer_by_name("conv1")->engine(), "ONEDNN");
   EXPECT_FALSE(Fused(net, "relu1"));
+}
+
+// Net::ForwardFromTo starting at a fused ReLU would leave the convolution's output as it was
+// (relu applied by the last full pass): refused, naming the ReLU and the convolution.
+TEST(OnednnFusionTest, ForwardFromAFusedReLUIsRefused) {
+  const auto net = MakeNet(TestNet(true, 0.f), TRAIN);
+  const auto& names = net->layer_names();
+  const int relu1 =
+      static_cast<int>(std::find(names.begin(), names.end(), "relu1") - names.begin());
+  const int last = static_cast<int>(names.size()) - 1;
+  Rng rng(9);
+  FillGaussian(net->blob_by_name("data").get(), rng);
+  net->Forward();
+  ExpectError([&] { net->ForwardFromTo(relu1, last); },
+              {"layer 'relu1' (ReLU)", "layer 'conv1' (Convolution)", "ForwardFromTo"});
+  net->ForwardFromTo(0, relu1 - 1);
+  net->ForwardFromTo(relu1, last);
 }
 
 }  // namespace

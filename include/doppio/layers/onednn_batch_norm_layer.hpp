@@ -6,6 +6,7 @@
 
 #include "doppio/device/onednn.hpp"
 #include "doppio/layers/batch_norm_layer.hpp"
+#include "doppio/layers/onednn_fusion.hpp"
 
 namespace doppio {
 
@@ -17,14 +18,21 @@ namespace doppio {
 // Backward runs oneDNN's backward on x_norm_ as its input with mean 0 and variance 1 - eps,
 // and 1 / sqrt(var + eps) of the batch as the scale: the same gradient without the input,
 // which an in-place layer has overwritten.
-// The Scale that follows BatchNorm in Caffe's nets has no oneDNN engine: oneDNN 2.6 has no
-// primitive for its parameter gradients (a product, then a reduction over batch and space: a
-// full-size buffer and two passes where the CAFFE kernel makes one), and its forward alone, a
-// binary op, would save nothing over the CAFFE loop.
-class OnednnBatchNormLayer : public BatchNormLayer<float> {
+// Fused (onednn_fusion.cpp) with the in-place Scale after it, and the in-place ReLU after that
+// where there is one, one primitive with the Scale's parameters as its scale and shift (and
+// fuse_norm_relu) computes all of them, in a blocked layout where oneDNN has a jit kernel:
+// Forward keeps the input in that layout instead of x_norm_ (which then stays unallocated),
+// Backward runs oneDNN's backward on it with the statistics Forward used and adds the scale
+// and shift gradients to the Scale's parameter diffs.
+class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHost {
  public:
   explicit OnednnBatchNormLayer(const LayerParameter& param) : BatchNormLayer<float>(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+
+  // From the next Forward on, computes `scale` (an in-place Scale with a learned scale of one
+  // value per channel, and maybe a bias) and, with `relu`, a ReLU of slope 0 after it.
+  void FuseScale(Layer<float>* scale, bool relu);
+  bool fused() const { return scale_layer_ != nullptr; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -33,6 +41,11 @@ class OnednnBatchNormLayer : public BatchNormLayer<float> {
 
  private:
   void Prepare();
+  void PrepareFused(const dnnl::memory::desc& data, const dnnl::memory::desc& stats);
+  void ForwardFused(const BlobVec& bottom, const BlobVec& top);
+  void BackwardFused(const BlobVec& top, const BlobVec& bottom);
+  // Caffe's running sums from this batch's mean and (biased) variance.
+  void UpdateRunningSums();
   float* Values(dnnl::memory& memory) { return static_cast<float*>(memory.get_data_handle()); }
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
@@ -45,6 +58,14 @@ class OnednnBatchNormLayer : public BatchNormLayer<float> {
   // ones), Backward's constants (zero mean, variance 1 - eps, the scale 1 / sqrt(var + eps)),
   // and the gradient of that scale, which oneDNN computes and nothing reads.
   dnnl::memory mean_memory_, variance_memory_, zero_mean_, unit_variance_, scale_, diff_scale_;
+  // Fused: the Scale layer whose blobs are the scale and shift, whether a ReLU follows, the
+  // shift's gradient, the ReLU's workspace, the input kept in the primitive's
+  // layout, and the tensors reordered around the primitive.
+  Layer<float>* scale_layer_ = nullptr;
+  bool fused_relu_ = false;
+  dnnl::memory shift_, diff_shift_, workspace_, kept_src_;
+  dnnl::reorder keep_src_;
+  OnednnTensor fused_dst_, fused_diff_dst_, fused_diff_src_;
 };
 
 }  // namespace doppio

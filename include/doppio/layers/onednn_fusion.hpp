@@ -1,14 +1,57 @@
 #pragma once
 
-// What the oneDNN engine's fusion pass (src/layers/onednn_fusion.cpp) asks of a layer whose
-// primitive can compute the ReLU after it as an eltwise_relu post-op (builds with oneDNN only).
+// What the oneDNN engine's fusion passes (src/layers/onednn_fusion.cpp) ask of the layers they
+// fuse (builds with oneDNN only): a host computes, inside its own Forward (and Backward), what
+// one or more later layers, its guests, would; the guests' own calls then do nothing.
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdint>
+#include <string>
+
 namespace doppio {
 
-class OnednnReLUFusable {
+// A layer that computes later layers' Forward in its own counts its Forwards, so that a guest
+// can tell whether its host ran before it.
+class OnednnFusionHost {
+ public:
+  virtual ~OnednnFusionHost() = default;
+  std::uint64_t forwards() const { return forwards_; }
+
+ protected:
+  void CountForward() { ++forwards_; }
+
+ private:
+  std::uint64_t forwards_ = 0;
+};
+
+// A layer whose Forward its host computes. Net::ForwardFromTo starting at a guest (or between
+// its host and it) would leave its top as the host last wrote it, not as the guest would have
+// computed it from what its bottom holds now: the guest's Forward refuses that (CheckHostRan).
+class OnednnFusionGuest {
+ public:
+  virtual ~OnednnFusionGuest() = default;
+  void FuseInto(const OnednnFusionHost& host, const std::string& host_name) {
+    host_ = &host;
+    host_name_ = host_name;
+    seen_forwards_ = host.forwards();
+  }
+  bool fused() const { return host_ != nullptr; }
+
+ protected:
+  // Throws Error naming `guest` (the layer's Describe()) and its host unless the host ran its
+  // Forward since this guest's last one.
+  void CheckHostRan(const std::string& guest);
+
+ private:
+  const OnednnFusionHost* host_ = nullptr;
+  std::string host_name_;
+  std::uint64_t seen_forwards_ = 0;
+};
+
+// A layer whose primitive can compute the ReLU after it as an eltwise_relu post-op.
+class OnednnReLUFusable : public OnednnFusionHost {
  public:
   virtual ~OnednnReLUFusable() = default;
   // Whether FuseReLU may be called: one top, computed by oneDNN.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "doppio/device/onednn.hpp"
+#include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/relu_layer.hpp"
 
 namespace doppio {
@@ -14,17 +15,18 @@ namespace doppio {
 // sign is the input's), so no copy is kept; otherwise the input (kept where a negative slope
 // runs in place). A ReLU that is not in place never reads its top, which a later layer may
 // change in place (Scale by a negative factor would flip its signs).
-class OnednnReLULayer : public ReLULayer<float> {
+// The net's fusion passes (onednn_fusion.cpp) may have an earlier layer compute an in-place
+// ReLU (OnednnFusionGuest): Forward on the CPU then leaves the data as it is, and so does
+// Backward where the host computes the gradient too (BatchNorm's fuse_norm_relu). Otherwise
+// Backward is unchanged: it reads the output's sign, which the fused output has.
+class OnednnReLULayer : public ReLULayer<float>, public OnednnFusionGuest {
  public:
   explicit OnednnReLULayer(const LayerParameter& param) : ReLULayer<float>(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
   float negative_slope() const { return negative_slope_; }
-  // The net's fusion pass (onednn_fusion.cpp) had the layer before this in-place ReLU apply
-  // it as a post-op: Forward on the CPU then leaves the data as it is. Backward is unchanged:
-  // it reads the output's sign, which the fused output has (negative_slope >= 0).
-  void SkipForward() { skip_forward_ = true; }
-  bool skips_forward() const { return skip_forward_; }
+  void SkipBackward() { skip_backward_ = true; }
+  bool skips_backward() const { return skip_backward_; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -40,7 +42,7 @@ class OnednnReLULayer : public ReLULayer<float> {
   dnnl::stream stream_{engine_};
   int prepared_count_ = -1;
   bool from_output_ = false;
-  bool skip_forward_ = false;
+  bool skip_backward_ = false;
   dnnl::eltwise_forward forward_;
   dnnl::eltwise_backward backward_;
   dnnl::memory data_, dst_, diff_dst_, diff_src_;

@@ -27,7 +27,7 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  int threads() const { return threads_; }
 
   // Calls fn(begin, end, part) for part = 0 .. parts - 1, where the parts' [begin, end)
   // ranges split [0, n) into contiguous pieces of near-equal size. Part 0 runs on the
@@ -54,7 +54,11 @@ class ThreadPool {
 
  private:
   void Work(int index);
+  // Where the library is built with OpenMP (for oneDNN), Run runs the parts on OpenMP's
+  // threads (src/util/thread_pool.cpp says why) and the pool starts no workers of its own.
+  void RunOnOpenmp(int n, int parts, const std::function<void(int, int, int)>& fn);
 
+  int threads_;
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // held for a whole run: one run at a time
   std::mutex mutex_;      // guards the fields below
