@@ -66,8 +66,10 @@ void OnednnReLULayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& 
                                    const BlobVec& bottom) {
   if (!propagate_down[0]) return;
   UseOnednnThreads();
-  // In the layout the data is in now (a reader may have turned it to Caffe's since Forward).
-  PrepareFor(*bottom[0]->data());
+  // In the layout Forward ran in (a reader that turned the data to Caffe's since costs a
+  // reorder, not new primitives); a fused ReLU, whose Forward does nothing, in the one the
+  // data arrives in.
+  if (prepared_desc_.data.ndims == 0) PrepareFor(*bottom[0]->data());
   OnednnPlaceInWorkspace(data_, diff_dst_, diff_src_);
   OnednnCall(this->Describe(), "eltwise (relu) backward", [&] {
     const dnnl::memory& data = FromOutput() || bottom[0] != top[0]

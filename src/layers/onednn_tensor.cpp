@@ -124,6 +124,16 @@ void OnednnTensor::Publish(dnnl::stream& stream) {
   publish_ = false;
 }
 
+void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors) {
+  std::size_t total = 0;
+  for (const OnednnTensor* tensor : tensors) total += OnednnAligned(tensor->transient_bytes());
+  char* at = static_cast<char*>(OnednnWorkspace(total));
+  for (OnednnTensor* tensor : tensors) {
+    tensor->Place(at);
+    at += OnednnAligned(tensor->transient_bytes());
+  }
+}
+
 }  // namespace doppio
 
 #endif  // DOPPIO_WITH_ONEDNN

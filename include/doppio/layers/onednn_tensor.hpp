@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <memory>
+#include <vector>
 
 #include "doppio/core/synced_memory.hpp"
 #include "doppio/device/onednn.hpp"
@@ -88,6 +89,9 @@ class OnednnTensor {
   // The last Write went to the transient copy, which Publish reorders into the blob.
   bool publish_ = false;
 };
+
+// OnednnPlaceInWorkspace for a number of tensors known only at run time.
+void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors);
 
 // The layout a layer whose primitive works on any layout (element-wise, pooling, LRN, batch
 // norm, sum) runs in for a tensor of `dims` (Caffe's layout: OnednnPlainDesc(dims)): the
