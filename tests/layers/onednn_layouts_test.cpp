@@ -150,6 +150,16 @@ void Pass(Net<float>& net, bool blocked, float* loss) {
   SetOnednnKeepsBlockedLayouts(true);
 }
 
+// How many blobs of `net` hold a oneDNN layout in their data or their diff now.
+int BlockedBlobs(const Net<float>& net) {
+  int blocked = 0;
+  for (const auto& blob : net.blobs()) {
+    blocked += OnednnLayoutOf(*blob->data()) != nullptr;
+    blocked += OnednnLayoutOf(*blob->diff()) != nullptr;
+  }
+  return blocked;
+}
+
 // Gives `blocked` the inputs and parameters of `plain`, runs both forward and backward twice
 // (parameter gradients accumulate; the second time after reading every blob, which turns
 // them to Caffe's layout between Forward and Backward), and compares the results.
@@ -173,6 +183,9 @@ void ExpectSameResults(const std::string& text) {
     if (pass == 1) {
       Pass(*plain, false, &loss[0]);
       Pass(*blocked, true, &loss[1]);
+      // Blocked layouts were kept (else the comparison proves nothing).
+      EXPECT_EQ(BlockedBlobs(*plain), 0);
+      EXPECT_GT(BlockedBlobs(*blocked), 2);
     } else {
       SetOnednnKeepsBlockedLayouts(false);
       plain->Forward(&loss[0]);
@@ -195,16 +208,6 @@ void ExpectSameResults(const std::string& text) {
     ExpectClose(blocked->blob_by_name("data")->cpu_diff(), plain->blob_by_name("data")->cpu_diff(),
                 plain->blob_by_name("data")->count(), tolerance, when + "data diff");
   }
-}
-
-// How many blobs of `net` hold a oneDNN layout in their data or their diff now.
-int BlockedBlobs(const Net<float>& net) {
-  int blocked = 0;
-  for (const auto& blob : net.blobs()) {
-    blocked += OnednnLayoutOf(*blob->data()) != nullptr;
-    blocked += OnednnLayoutOf(*blob->diff()) != nullptr;
-  }
-  return blocked;
 }
 
 TEST_F(OnednnLayoutsTest, LeNetKeepsResults) { ExpectSameResults(LeNet()); }
