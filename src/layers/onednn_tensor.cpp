@@ -109,7 +109,9 @@ const dnnl::memory& OnednnTensor::Write(void* user) {
 }
 
 const dnnl::memory& OnednnTensor::Write(SyncedMemory& blob) {
-  if (in_place_ && OnednnKeepsBlockedLayouts()) {
+  // A view (a TEST net's activations sharing one buffer, the parameter arena) stays in
+  // Caffe's layout: its buffer is another blob's too.
+  if (in_place_ && !blob.is_view() && OnednnKeepsBlockedLayouts()) {
     primitive_.set_data_handle(blob.mutable_raw_cpu_data(in_place_));
     publish_ = false;
     return primitive_;

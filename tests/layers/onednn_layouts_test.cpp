@@ -256,6 +256,26 @@ TEST_F(OnednnLayoutsTest, BlockedLayoutsStayBetweenOnednnLayers) {
   EXPECT_EQ(BlockedBlobs(*plain), 0);
 }
 
+TEST_F(OnednnLayoutsTest, SharedTestActivationsStayInCaffeLayout) {
+  // A TEST net's activations that are not alive at once share buffers through views, which
+  // hold no layout: the oneDNN layers write them in Caffe's layout.
+  NetParameter param = ParseText<NetParameter>(Cifar10Quick());
+  param.mutable_state()->set_phase(TEST);
+  Net<float> plain(param), blocked(param);
+  Rng rng(13);
+  FillGaussian(plain.blob_by_name("data").get(), rng);
+  blocked.blob_by_name("data")->CopyFrom(*plain.blob_by_name("data"));
+  for (std::size_t p = 0; p < plain.learnable_params().size(); ++p) {
+    blocked.learnable_params()[p]->CopyFrom(*plain.learnable_params()[p]);
+  }
+  SetOnednnKeepsBlockedLayouts(false);
+  plain.Forward();
+  SetOnednnKeepsBlockedLayouts(true);
+  blocked.Forward();
+  const Blob<float>& want = *plain.blob_by_name("ip2");
+  ExpectClose(blocked.blob_by_name("ip2")->cpu_data(), want.cpu_data(), want.count(), 1e-5, "ip2");
+}
+
 TEST_F(OnednnLayoutsTest, CaffeLayerReadsCaffeLayout) {
   // conv1's output in oneDNN's layout, read by a CAFFE-engine layer (Power has no other
   // engine), then checked against the output read directly.

@@ -69,8 +69,9 @@ class OnednnTensor {
   // result in `user` (a reorder where the layouts differ, nothing otherwise).
   const dnnl::memory& Write(void* user);
   // The same into a blob's buffer, which the primitive overwrites whole: in place in the
-  // primitive's layout where that takes the bytes Caffe's does (no padding) and blocked
-  // layouts are kept (the buffer then holds an OnednnLayout), else as Write(void*).
+  // primitive's layout where that takes the bytes Caffe's does (no padding), blocked
+  // layouts are kept and the buffer is not a view (the buffer then holds an OnednnLayout),
+  // else as Write(void*).
   const dnnl::memory& Write(SyncedMemory& blob);
   void Publish(dnnl::stream& stream);
   // The memory in the primitive's layout, as the last Read or Write left it.
