@@ -103,15 +103,50 @@ void SyncedMemory::ToCpu() {
   }
 }
 
+void SyncedMemory::Canonicalize() {
+  if (!layout_) return;
+  layout_->ToCanonical(cpu_ptr_, size_);
+  layout_.reset();
+}
+
 const void* SyncedMemory::cpu_data() {
   if (parent_) return static_cast<const char*>(parent_->cpu_data()) + offset_;
   ToCpu();
+  Canonicalize();
   return cpu_ptr_;
 }
 
 void* SyncedMemory::mutable_cpu_data() {
   if (parent_) return static_cast<char*>(parent_->mutable_cpu_data()) + offset_;
   ToCpu();
+  Canonicalize();
+  head_ = Head::kHost;
+  ++write_count_;
+  return cpu_ptr_;
+}
+
+const void* SyncedMemory::raw_cpu_data() {
+  // A view's bytes are canonical (its parent's cpu_data sees to that).
+  if (parent_) return cpu_data();
+  ToCpu();
+  return cpu_ptr_;
+}
+
+const std::shared_ptr<const HostLayout>& SyncedMemory::cpu_layout() const {
+  static const std::shared_ptr<const HostLayout> canonical;
+  return parent_ ? canonical : layout_;
+}
+
+void* SyncedMemory::mutable_raw_cpu_data(std::shared_ptr<const HostLayout> layout) {
+  if (parent_) {
+    // Parameters and their gradients live in views of the arena, which snapshots, weight
+    // files and the gradient allreduce read as Caffe lays them out.
+    DOPPIO_ENSURE(layout == nullptr)
+        << "a view of another buffer (the parameter arena) cannot hold a non-canonical layout";
+    return mutable_cpu_data();
+  }
+  ToCpu();
+  layout_ = std::move(layout);
   head_ = Head::kHost;
   ++write_count_;
   return cpu_ptr_;
@@ -149,6 +184,7 @@ void SyncedMemory::ToGpu(GpuContext& gpu) {
       head_ = Head::kDevice;
       break;
     case Head::kHost:
+      Canonicalize();
       gpu_->MakeCurrent();
       if (gpu_ptr_ == nullptr) gpu_ptr_ = gpu_->allocator().Allocate(size_);
       if (size_ > 0) {
@@ -203,6 +239,7 @@ void SyncedMemory::PinHostMemory() {
 void SyncedMemory::AsyncGpuPush(GpuContext& gpu, cudaStream_t stream) {
   CHECK(parent_ == nullptr) << "AsyncGpuPush on a view";
   CHECK(head_ == Head::kHost) << "AsyncGpuPush needs the newest data on the host";
+  Canonicalize();
   Bind(gpu);
   gpu_->MakeCurrent();
   if (gpu_ptr_ == nullptr) {

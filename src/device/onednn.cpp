@@ -37,34 +37,6 @@ std::size_t OnednnAligned(std::size_t bytes) {
 
 void* OnednnWorkspace(std::size_t bytes) { return HostWorkspace(bytes); }
 
-void OnednnTensor::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
-                        const dnnl::memory::desc& primitive) {
-  user_ = dnnl::memory(user, engine, DNNL_MEMORY_NONE);
-  reordered_ = user != primitive;
-  if (reordered_) {
-    primitive_ = dnnl::memory(primitive, engine, DNNL_MEMORY_NONE);
-    to_primitive_ = dnnl::reorder(user_, primitive_);
-    to_user_ = dnnl::reorder(primitive_, user_);
-  } else {
-    primitive_ = user_;
-  }
-}
-
-const dnnl::memory& OnednnTensor::Read(dnnl::stream& stream, const void* user) {
-  user_.set_data_handle(const_cast<void*>(user));
-  if (reordered_) to_primitive_.execute(stream, user_, primitive_);
-  return primitive_;
-}
-
-const dnnl::memory& OnednnTensor::Write(void* user) {
-  user_.set_data_handle(user);
-  return primitive_;
-}
-
-void OnednnTensor::Publish(dnnl::stream& stream) {
-  if (reordered_) to_user_.execute(stream, primitive_, user_);
-}
-
 }  // namespace doppio
 
 #endif  // DOPPIO_WITH_ONEDNN

@@ -119,8 +119,8 @@ void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& t
     Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])}};
     if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream_, *this->blobs_[1]);
     for (std::size_t i = 0; i < bottom.size(); ++i) {
-      args[DNNL_ARG_SRC] = src_.Read(stream_, bottom[i]->cpu_data());
-      args[DNNL_ARG_DST] = dst_.Write(top[i]->mutable_cpu_data());
+      args[DNNL_ARG_SRC] = src_.Read(stream_, *bottom[i]->data());
+      args[DNNL_ARG_DST] = dst_.Write(*top[i]->data());
       forward_.execute(stream_, args);
       dst_.Publish(stream_);
     }
@@ -142,9 +142,9 @@ void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
   const bool bias_diff = bias_term_ && this->param_propagate_down(1);
   OnednnCall(this->Describe(), "convolution backward", [&] {
     for (std::size_t i = 0; i < top.size(); ++i) {
-      const float* top_diff = top[i]->cpu_diff();
+      SyncedMemory& top_diff = *top[i]->diff();
       if (weight_diff || bias_diff) {
-        Args args{{DNNL_ARG_SRC, weights_src_.Read(stream_, bottom[i]->cpu_data())},
+        Args args{{DNNL_ARG_SRC, weights_src_.Read(stream_, *bottom[i]->data())},
                   {DNNL_ARG_DIFF_DST, weights_diff_dst_.Read(stream_, top_diff)},
                   {DNNL_ARG_DIFF_WEIGHTS, diff_weights_.scratch()}};
         if (bias_term_) args[DNNL_ARG_DIFF_BIAS] = diff_bias_.scratch();
@@ -157,10 +157,10 @@ void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
         const dnnl::memory& diff_dst = share_diff_dst_ && (weight_diff || bias_diff)
                                            ? weights_diff_dst_.primitive()
                                            : data_diff_dst_.Read(stream_, top_diff);
-        backward_data_.execute(
-            stream_, {{DNNL_ARG_DIFF_DST, diff_dst},
-                      {DNNL_ARG_WEIGHTS, data_weights_.Get(stream_, *this->blobs_[0])},
-                      {DNNL_ARG_DIFF_SRC, diff_src_.Write(bottom[i]->mutable_cpu_diff())}});
+        backward_data_.execute(stream_,
+                               {{DNNL_ARG_DIFF_DST, diff_dst},
+                                {DNNL_ARG_WEIGHTS, data_weights_.Get(stream_, *this->blobs_[0])},
+                                {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[i]->diff())}});
         diff_src_.Publish(stream_);
       }
     }

@@ -16,40 +16,66 @@ std::string OnednnEltwiseLayer::Unsupported(const LayerParameter& param) {
 void OnednnEltwiseLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   EltwiseLayer<float>::Reshape(bottom, top);
   const int count = bottom[0]->count();
-  if (count == prepared_count_ || count == 0) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "sum", [&] {
-    const auto desc = OnednnPlainDesc({count});
-    const std::vector<dnnl::memory::desc> descs(bottom.size(), desc);
-    forward_ = dnnl::sum(dnnl::sum::primitive_desc(desc, coeffs_, descs, engine_));
-    srcs_.assign(bottom.size(), dnnl::memory());
-    for (auto& src : srcs_) src = dnnl::memory(desc, engine_, DNNL_MEMORY_NONE);
-    for (dnnl::memory* memory : {&dst_, &diff_dst_, &diff_src_}) {
-      *memory = dnnl::memory(desc, engine_, DNNL_MEMORY_NONE);
-    }
-    scales_.clear();
-    for (const float coeff : coeffs_) {
-      scales_.emplace_back(dnnl::eltwise_forward::primitive_desc(
-          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
-                                      dnnl::algorithm::eltwise_linear, desc, coeff, 0.f),
-          engine_));
-    }
-  });
+  if (count == prepared_count_) return;
   prepared_count_ = count;
+  forward_desc_ = dnnl::memory::desc();
+  backward_desc_ = dnnl::memory::desc();
+}
+
+dnnl::memory::desc OnednnEltwiseLayer::ArrivingDesc(const SyncedMemory& memory) const {
+  // Element-wise: any layout of the same elements serves, whatever its dims.
+  const OnednnLayout* held = OnednnLayoutOf(memory);
+  if (held != nullptr && held->desc().get_size() == sizeof(float) * prepared_count_) {
+    return held->desc();
+  }
+  return OnednnPlainDesc({prepared_count_});
+}
+
+void OnednnEltwiseLayer::PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms) {
+  const std::vector<dnnl::memory::desc> descs(bottoms, desc);
+  forward_ = dnnl::sum(dnnl::sum::primitive_desc(desc, coeffs_, descs, engine_));
+  const auto plain = OnednnPlainDesc(desc.dims());
+  srcs_.assign(bottoms, OnednnTensor());
+  for (auto& src : srcs_) src.Init(engine_, plain, desc);
+  dst_.Init(engine_, plain, desc);
+  forward_desc_ = desc;
+}
+
+void OnednnEltwiseLayer::PrepareBackward(const dnnl::memory::desc& desc) {
+  scales_.clear();
+  for (const float coeff : coeffs_) {
+    scales_.emplace_back(dnnl::eltwise_forward::primitive_desc(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
+                                    dnnl::algorithm::eltwise_linear, desc, coeff, 0.f),
+        engine_));
+  }
+  const auto plain = OnednnPlainDesc(desc.dims());
+  diff_dst_.Init(engine_, plain, desc);
+  diff_src_.Init(engine_, plain, desc);
+  backward_desc_ = desc;
 }
 
 void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   if (bottom[0]->count() == 0) return;
   UseOnednnThreads();
+  // The layout every bottom arrives in, else Caffe's.
+  dnnl::memory::desc desc = ArrivingDesc(*bottom[0]->data());
+  for (const auto* blob : bottom) {
+    if (ArrivingDesc(*blob->data()) != desc) desc = OnednnPlainDesc({prepared_count_});
+  }
+  if (desc != forward_desc_) {
+    OnednnCall(this->Describe(), "sum", [&] { PrepareForward(desc, bottom.size()); });
+  }
+  OnednnPlaceInWorkspace(dst_);
   OnednnCall(this->Describe(), "sum forward", [&] {
     std::unordered_map<int, dnnl::memory> args;
     for (std::size_t i = 0; i < bottom.size(); ++i) {
-      srcs_[i].set_data_handle(const_cast<float*>(bottom[i]->cpu_data()));
-      args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = srcs_[i];
+      args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] =
+          srcs_[i].Read(stream_, *bottom[i]->data());
     }
-    dst_.set_data_handle(top[0]->mutable_cpu_data());
-    args[DNNL_ARG_DST] = dst_;
+    args[DNNL_ARG_DST] = dst_.Write(*top[0]->data());
     forward_.execute(stream_, args);
+    dst_.Publish(stream_);
     stream_.wait();
   });
 }
@@ -58,13 +84,20 @@ void OnednnEltwiseLayer::Backward_cpu(const BlobVec& top, const std::vector<bool
                                       const BlobVec& bottom) {
   if (bottom[0]->count() == 0) return;
   UseOnednnThreads();
+  // In the layout the top diff arrives in: each bottom diff is a multiple of it.
+  const auto desc = ArrivingDesc(*top[0]->diff());
+  if (desc != backward_desc_) {
+    OnednnCall(this->Describe(), "sum backward (eltwise linear)", [&] { PrepareBackward(desc); });
+  }
+  OnednnPlaceInWorkspace(diff_src_);
   OnednnCall(this->Describe(), "sum backward (eltwise linear)", [&] {
-    diff_dst_.set_data_handle(const_cast<float*>(top[0]->cpu_diff()));
+    const dnnl::memory& diff_dst = diff_dst_.Read(stream_, *top[0]->diff());
     // Last to first: an in-place bottom[0] shares the top diff, which the others read.
     for (int i = static_cast<int>(bottom.size()) - 1; i >= 0; --i) {
       if (!propagate_down[i]) continue;
-      diff_src_.set_data_handle(bottom[i]->mutable_cpu_diff());
-      scales_[i].execute(stream_, {{DNNL_ARG_SRC, diff_dst_}, {DNNL_ARG_DST, diff_src_}});
+      scales_[i].execute(
+          stream_, {{DNNL_ARG_SRC, diff_dst}, {DNNL_ARG_DST, diff_src_.Write(*bottom[i]->diff())}});
+      diff_src_.Publish(stream_);
     }
     stream_.wait();
   });

@@ -9,35 +9,42 @@ namespace doppio {
 void OnednnLRNLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   LRNLayer<float>::Reshape(bottom, top);
   if (bottom[0]->shape() == prepared_shape_) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "lrn", [&] {
-    const auto desc = OnednnPlainDesc({num_, channels_, height_, width_});
-    const auto algorithm = region_ == LRNParameter::ACROSS_CHANNELS
-                               ? dnnl::algorithm::lrn_across_channels
-                               : dnnl::algorithm::lrn_within_channel;
-    const dnnl::lrn_forward::primitive_desc forward_pd(
-        dnnl::lrn_forward::desc(dnnl::prop_kind::forward_training, algorithm, desc, size_, alpha_,
-                                beta_, k_),
-        engine_);
-    forward_ = dnnl::lrn_forward(forward_pd);
-    backward_ = dnnl::lrn_backward(dnnl::lrn_backward::primitive_desc(
-        dnnl::lrn_backward::desc(algorithm, desc, desc, size_, alpha_, beta_, k_), engine_,
-        forward_pd));
-    for (dnnl::memory* memory : {&src_, &dst_, &diff_dst_, &diff_src_}) {
-      *memory = dnnl::memory(desc, engine_, DNNL_MEMORY_NONE);
-    }
-    workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine_);
-  });
   prepared_shape_ = bottom[0]->shape();
+  prepared_src_ = dnnl::memory::desc();
+}
+
+void OnednnLRNLayer::Prepare(const dnnl::memory::desc& src) {
+  const auto algorithm = region_ == LRNParameter::ACROSS_CHANNELS
+                             ? dnnl::algorithm::lrn_across_channels
+                             : dnnl::algorithm::lrn_within_channel;
+  const dnnl::lrn_forward::primitive_desc forward_pd(
+      dnnl::lrn_forward::desc(dnnl::prop_kind::forward_training, algorithm, src, size_, alpha_,
+                              beta_, k_),
+      engine_);
+  forward_ = dnnl::lrn_forward(forward_pd);
+  const dnnl::lrn_backward::primitive_desc backward_pd(
+      dnnl::lrn_backward::desc(algorithm, src, src, size_, alpha_, beta_, k_), engine_, forward_pd);
+  backward_ = dnnl::lrn_backward(backward_pd);
+  const auto plain = OnednnPlainDesc(src.dims());
+  src_.Init(engine_, plain, src);
+  dst_.Init(engine_, plain, forward_pd.dst_desc());
+  diff_dst_.Init(engine_, plain, backward_pd.diff_dst_desc());
+  diff_src_.Init(engine_, plain, backward_pd.diff_src_desc());
+  workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine_);
+  prepared_src_ = src;
 }
 
 void OnednnLRNLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   UseOnednnThreads();
+  SyncedMemory& in = *bottom[0]->data();
+  const auto src = OnednnArrivingDesc(in, {num_, channels_, height_, width_});
+  if (src != prepared_src_) OnednnCall(this->Describe(), "lrn", [&] { Prepare(src); });
+  OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "lrn forward", [&] {
-    src_.set_data_handle(const_cast<float*>(bottom[0]->cpu_data()));
-    dst_.set_data_handle(top[0]->mutable_cpu_data());
-    forward_.execute(
-        stream_, {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}, {DNNL_ARG_WORKSPACE, workspace_}});
+    forward_.execute(stream_, {{DNNL_ARG_SRC, src_.Read(stream_, in)},
+                               {DNNL_ARG_DST, dst_.Write(*top[0]->data())},
+                               {DNNL_ARG_WORKSPACE, workspace_}});
+    dst_.Publish(stream_);
     stream_.wait();
   });
 }
@@ -46,14 +53,15 @@ void OnednnLRNLayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& p
                                   const BlobVec& bottom) {
   if (!propagate_down[0]) return;
   UseOnednnThreads();
+  // The workspace belongs to the primitives Forward ran: the input is read in their layout,
+  // whatever layout a reader has turned it to since.
+  OnednnPlaceInWorkspace(src_, diff_dst_, diff_src_);
   OnednnCall(this->Describe(), "lrn backward", [&] {
-    src_.set_data_handle(const_cast<float*>(bottom[0]->cpu_data()));
-    diff_dst_.set_data_handle(const_cast<float*>(top[0]->cpu_diff()));
-    diff_src_.set_data_handle(bottom[0]->mutable_cpu_diff());
-    backward_.execute(stream_, {{DNNL_ARG_SRC, src_},
-                                {DNNL_ARG_DIFF_DST, diff_dst_},
-                                {DNNL_ARG_DIFF_SRC, diff_src_},
+    backward_.execute(stream_, {{DNNL_ARG_SRC, src_.Read(stream_, *bottom[0]->data())},
+                                {DNNL_ARG_DIFF_DST, diff_dst_.Read(stream_, *top[0]->diff())},
+                                {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[0]->diff())},
                                 {DNNL_ARG_WORKSPACE, workspace_}});
+    diff_src_.Publish(stream_);
     stream_.wait();
   });
 }

@@ -29,71 +29,89 @@ std::string OnednnPoolingLayer::Unsupported(const LayerParameter& param) {
 void OnednnPoolingLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   PoolingLayer<float>::Reshape(bottom, top);
   if (bottom[0]->shape() == prepared_shape_) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), method_ == PoolingParameter::MAX ? "pooling (max)" : "pooling (avg)",
-             [&] { Prepare(); });
+  caffe_shape_ = false;
+  if (method_ == PoolingParameter::AVE && Overhangs() && (pad_h_ > 0 || pad_w_ > 0)) {
+    caffe_shape_ = true;
+    LOG(INFO) << this->Describe() << ": average pooling of " << height_ << "x" << width_
+              << " with pad " << pad_h_ << "x" << pad_w_
+              << " has windows that overhang the padding, whose divisor oneDNN cannot "
+                 "give; this shape runs the CAFFE kernels";
+  }
   prepared_shape_ = bottom[0]->shape();
+  prepared_src_ = dnnl::memory::desc();
 }
 
-void OnednnPoolingLayer::Prepare() {
+dnnl::memory::dims OnednnPoolingLayer::RightPadding() const {
   // The right padding that ends the last window where Caffe's does: more than the left one
   // when ceil mode adds a partial window, never less (floor mode leaves the rest unread).
-  const dnnl::memory::dims pad_l = {pad_h_, pad_w_};
-  const dnnl::memory::dims pad_r = {
-      std::max(pad_h_, (pooled_height_ - 1) * stride_h_ + kernel_h_ - height_ - pad_h_),
-      std::max(pad_w_, (pooled_width_ - 1) * stride_w_ + kernel_w_ - width_ - pad_w_)};
-  const bool overhang = pad_r[0] > pad_h_ || pad_r[1] > pad_w_;
-  caffe_shape_ = false;
-  const bool padded = pad_h_ > 0 || pad_w_ > 0;
+  return {std::max(pad_h_, (pooled_height_ - 1) * stride_h_ + kernel_h_ - height_ - pad_h_),
+          std::max(pad_w_, (pooled_width_ - 1) * stride_w_ + kernel_w_ - width_ - pad_w_)};
+}
+
+bool OnednnPoolingLayer::Overhangs() const {
+  const dnnl::memory::dims pad_r = RightPadding();
+  return pad_r[0] > pad_h_ || pad_r[1] > pad_w_;
+}
+
+void OnednnPoolingLayer::Prepare(const dnnl::memory::desc& src) {
   dnnl::algorithm algorithm = dnnl::algorithm::pooling_max;
   if (method_ == PoolingParameter::AVE) {
     // Caffe divides by the window clipped to the padded input: the whole window where none
     // overhangs the padding, the part inside the image where there is no padding.
-    algorithm = overhang ? dnnl::algorithm::pooling_avg_exclude_padding
-                         : dnnl::algorithm::pooling_avg_include_padding;
-    caffe_shape_ = overhang && padded;
-    if (caffe_shape_) {
-      LOG(INFO) << this->Describe() << ": average pooling of " << height_ << "x" << width_
-                << " with pad " << pad_h_ << "x" << pad_w_
-                << " has windows that overhang the padding, whose divisor oneDNN cannot "
-                   "give; this shape runs the CAFFE kernels";
-      return;
-    }
+    algorithm = Overhangs() ? dnnl::algorithm::pooling_avg_exclude_padding
+                            : dnnl::algorithm::pooling_avg_include_padding;
   }
-  const auto src = OnednnPlainDesc({num_, channels_, height_, width_});
-  const auto dst = OnednnPlainDesc({num_, channels_, pooled_height_, pooled_width_});
+  const dnnl::memory::dims src_dims = {num_, channels_, height_, width_};
+  const dnnl::memory::dims dst_dims = {num_, channels_, pooled_height_, pooled_width_};
+  // The output in the input's layout: oneDNN picks it for `any`.
+  const dnnl::memory::desc dst(dst_dims, dnnl::memory::data_type::f32,
+                               dnnl::memory::format_tag::any);
   const dnnl::memory::dims strides = {stride_h_, stride_w_};
   const dnnl::memory::dims kernel = {kernel_h_, kernel_w_};
+  const dnnl::memory::dims pad_l = {pad_h_, pad_w_};
+  const dnnl::memory::dims pad_r = RightPadding();
   const dnnl::pooling_forward::primitive_desc forward_pd(
       dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algorithm, src, dst, strides,
                                   kernel, pad_l, pad_r),
       engine_);
   forward_ = dnnl::pooling_forward(forward_pd);
-  backward_ = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(
-      dnnl::pooling_backward::desc(algorithm, src, dst, strides, kernel, pad_l, pad_r), engine_,
-      forward_pd));
-  src_ = dnnl::memory(src, engine_, DNNL_MEMORY_NONE);
-  diff_src_ = dnnl::memory(src, engine_, DNNL_MEMORY_NONE);
-  dst_ = dnnl::memory(dst, engine_, DNNL_MEMORY_NONE);
-  diff_dst_ = dnnl::memory(dst, engine_, DNNL_MEMORY_NONE);
+  const dnnl::pooling_backward::primitive_desc backward_pd(
+      dnnl::pooling_backward::desc(algorithm, src, forward_pd.dst_desc(), strides, kernel, pad_l,
+                                   pad_r),
+      engine_, forward_pd);
+  backward_ = dnnl::pooling_backward(backward_pd);
+  src_.Init(engine_, OnednnPlainDesc(src_dims), src);
+  dst_.Init(engine_, OnednnPlainDesc(dst_dims), forward_pd.dst_desc());
+  diff_dst_.Init(engine_, OnednnPlainDesc(dst_dims), backward_pd.diff_dst_desc());
+  diff_src_.Init(engine_, OnednnPlainDesc(src_dims), backward_pd.diff_src_desc());
   workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine_);
+  prepared_src_ = src;
 }
 
 void OnednnPoolingLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
-  const float* in = bottom[0]->cpu_data();
+  SyncedMemory& in = *bottom[0]->data();
+  // A NaN is one in any layout; a oneDNN layout held in the blob has no padding.
   caffe_pass_ =
-      caffe_shape_ || (method_ == PoolingParameter::MAX && HasNaN(in, bottom[0]->count()));
+      caffe_shape_ || (method_ == PoolingParameter::MAX &&
+                       HasNaN(static_cast<const float*>(in.raw_cpu_data()), bottom[0]->count()));
   if (caffe_pass_) {
     PoolingLayer<float>::Forward_cpu(bottom, top);
     return;
   }
   UseOnednnThreads();
+  const auto src = OnednnArrivingDesc(in, {num_, channels_, height_, width_});
+  if (src != prepared_src_) {
+    OnednnCall(this->Describe(),
+               method_ == PoolingParameter::MAX ? "pooling (max)" : "pooling (avg)",
+               [&] { Prepare(src); });
+  }
+  OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "pooling forward", [&] {
-    src_.set_data_handle(const_cast<float*>(in));
-    dst_.set_data_handle(top[0]->mutable_cpu_data());
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}};
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src_.Read(stream_, in)},
+                                               {DNNL_ARG_DST, dst_.Write(*top[0]->data())}};
     if (method_ == PoolingParameter::MAX) args[DNNL_ARG_WORKSPACE] = workspace_;
     forward_.execute(stream_, args);
+    dst_.Publish(stream_);
     stream_.wait();
   });
 }
@@ -106,13 +124,14 @@ void OnednnPoolingLayer::Backward_cpu(const BlobVec& top, const std::vector<bool
     return;
   }
   UseOnednnThreads();
+  OnednnPlaceInWorkspace(diff_dst_, diff_src_);
   OnednnCall(this->Describe(), "pooling backward", [&] {
-    diff_dst_.set_data_handle(const_cast<float*>(top[0]->cpu_diff()));
-    diff_src_.set_data_handle(bottom[0]->mutable_cpu_diff());
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, diff_dst_},
-                                               {DNNL_ARG_DIFF_SRC, diff_src_}};
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_DIFF_DST, diff_dst_.Read(stream_, *top[0]->diff())},
+        {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[0]->diff())}};
     if (method_ == PoolingParameter::MAX) args[DNNL_ARG_WORKSPACE] = workspace_;
     backward_.execute(stream_, args);
+    diff_src_.Publish(stream_);
     stream_.wait();
   });
 }

@@ -8,27 +8,43 @@ namespace doppio {
 
 void OnednnReLULayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   ReLULayer<float>::Reshape(bottom, top);
-  const int count = bottom[0]->count();
   const bool from_output = negative_slope_ >= 0 && bottom[0] == top[0];
-  if (count == prepared_count_ && from_output == from_output_) return;
+  if (bottom[0]->count() == prepared_count_ && from_output == from_output_) return;
   from_output_ = from_output;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "eltwise (relu)", [&] {
-    const dnnl::memory::desc desc = OnednnPlainDesc({count});
-    const auto algorithm = FromOutput() ? dnnl::algorithm::eltwise_relu_use_dst_for_bwd
-                                        : dnnl::algorithm::eltwise_relu;
-    const dnnl::eltwise_forward::primitive_desc forward_pd(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algorithm, desc,
-                                    negative_slope_),
-        engine_);
-    forward_ = dnnl::eltwise_forward(forward_pd);
-    backward_ = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(
-        dnnl::eltwise_backward::desc(algorithm, desc, desc, negative_slope_), engine_, forward_pd));
-    for (dnnl::memory* memory : {&data_, &dst_, &diff_dst_, &diff_src_}) {
-      *memory = dnnl::memory(desc, engine_, DNNL_MEMORY_NONE);
-    }
-  });
-  prepared_count_ = count;
+  prepared_count_ = bottom[0]->count();
+  prepared_desc_ = dnnl::memory::desc();
+}
+
+dnnl::memory::desc OnednnReLULayer::ArrivingDesc(const SyncedMemory& data) const {
+  // Element-wise: any layout of the same elements serves, whatever its dims.
+  const OnednnLayout* held = OnednnLayoutOf(data);
+  if (held != nullptr && held->desc().get_size() == sizeof(float) * prepared_count_) {
+    return held->desc();
+  }
+  return OnednnPlainDesc({prepared_count_});
+}
+
+void OnednnReLULayer::Prepare(const dnnl::memory::desc& desc) {
+  const auto algorithm =
+      FromOutput() ? dnnl::algorithm::eltwise_relu_use_dst_for_bwd : dnnl::algorithm::eltwise_relu;
+  const dnnl::eltwise_forward::primitive_desc forward_pd(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algorithm, desc,
+                                  negative_slope_),
+      engine_);
+  forward_ = dnnl::eltwise_forward(forward_pd);
+  backward_ = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(
+      dnnl::eltwise_backward::desc(algorithm, desc, desc, negative_slope_), engine_, forward_pd));
+  const auto plain = OnednnPlainDesc(desc.dims());
+  for (OnednnTensor* tensor : {&data_, &dst_, &diff_dst_, &diff_src_}) {
+    tensor->Init(engine_, plain, desc);
+  }
+  prepared_desc_ = desc;
+}
+
+void OnednnReLULayer::PrepareFor(const SyncedMemory& data) {
+  const auto desc = ArrivingDesc(data);
+  if (desc == prepared_desc_) return;
+  OnednnCall(this->Describe(), "eltwise (relu)", [&] { Prepare(desc); });
 }
 
 void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
@@ -36,12 +52,15 @@ void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
     CheckHostRan(this->Describe());
     return;
   }
-  if (!FromOutput()) KeepInputIfInPlace(*bottom[0], *top[0]);
   UseOnednnThreads();
+  // Kept in Caffe's layout: Backward reorders it to the layout it then runs in.
+  if (!FromOutput()) KeepInputIfInPlace(*bottom[0], *top[0]);
+  PrepareFor(*bottom[0]->data());
+  OnednnPlaceInWorkspace(data_, dst_);
   OnednnCall(this->Describe(), "eltwise (relu) forward", [&] {
-    data_.set_data_handle(const_cast<float*>(bottom[0]->cpu_data()));
-    dst_.set_data_handle(top[0]->mutable_cpu_data());
-    forward_.execute(stream_, {{DNNL_ARG_SRC, data_}, {DNNL_ARG_DST, dst_}});
+    const dnnl::memory& src = data_.Read(stream_, *bottom[0]->data());
+    forward_.execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_.Write(*top[0]->data())}});
+    dst_.Publish(stream_);
     stream_.wait();
   });
 }
@@ -50,14 +69,20 @@ void OnednnReLULayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& 
                                    const BlobVec& bottom) {
   if (!propagate_down[0] || skip_backward_) return;
   UseOnednnThreads();
+  // In the layout Forward ran in (a reader that turned the data to Caffe's since costs a
+  // reorder, not new primitives); a fused ReLU, whose Forward does nothing, in the one the
+  // data arrives in.
+  if (prepared_desc_.data.ndims == 0) PrepareFor(*bottom[0]->data());
+  OnednnPlaceInWorkspace(data_, diff_dst_, diff_src_);
   OnednnCall(this->Describe(), "eltwise (relu) backward", [&] {
-    const float* data = FromOutput() ? top[0]->cpu_data() : ForwardInput(*bottom[0]);
-    data_.set_data_handle(const_cast<float*>(data));
-    diff_dst_.set_data_handle(const_cast<float*>(top[0]->cpu_diff()));
-    diff_src_.set_data_handle(bottom[0]->mutable_cpu_diff());
-    backward_.execute(stream_, {{FromOutput() ? DNNL_ARG_DST : DNNL_ARG_SRC, data_},
-                                {DNNL_ARG_DIFF_DST, diff_dst_},
-                                {DNNL_ARG_DIFF_SRC, diff_src_}});
+    const dnnl::memory& data = FromOutput() || bottom[0] != top[0]
+                                   ? data_.Read(stream_, *bottom[0]->data())
+                                   : data_.Read(stream_, ForwardInput(*bottom[0]));
+    const dnnl::memory& diff_dst = diff_dst_.Read(stream_, *top[0]->diff());
+    backward_.execute(stream_, {{FromOutput() ? DNNL_ARG_DST : DNNL_ARG_SRC, data},
+                                {DNNL_ARG_DIFF_DST, diff_dst},
+                                {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[0]->diff())}});
+    diff_src_.Publish(stream_);
     stream_.wait();
   });
 }

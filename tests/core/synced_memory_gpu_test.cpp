@@ -1,6 +1,8 @@
 // SyncedMemory, Blob and the device allocator on the GPU. Skipped without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "doppio/core/blob.hpp"
@@ -78,6 +80,42 @@ TEST_F(SyncedMemoryGpuTest, PinnedHostMemoryKeepsItsContents) {
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_EQ(memory.head(), Head::kSynced);
   EXPECT_FLOAT_EQ(gpu_asum(gpu, 8, static_cast<const float*>(memory.gpu_data(gpu))), 1.5f * 28);
+}
+
+// Host bytes in a non-canonical layout (here the floats reversed) reach the device in the
+// canonical one, through the synchronous and the asynchronous upload.
+class Reversed : public HostLayout {
+ public:
+  void ToCanonical(void* bytes, std::size_t size) const override {
+    float* values = static_cast<float*>(bytes);
+    std::reverse(values, values + size / sizeof(float));
+  }
+};
+
+void WriteReversed(SyncedMemory& memory, int n) {
+  float* bytes = static_cast<float*>(memory.mutable_raw_cpu_data(std::make_shared<Reversed>()));
+  for (int i = 0; i < n; ++i) bytes[n - 1 - i] = float(i);
+}
+
+TEST_F(SyncedMemoryGpuTest, UploadsConvertAHostLayoutFirst) {
+  GpuContext& gpu = *TestGpu();
+  SyncedMemory memory(8 * sizeof(float));
+  WriteReversed(memory, 8);
+  // Made the newest on the device, so that cpu_data copies the device's bytes back.
+  memory.mutable_gpu_data(gpu);
+  EXPECT_EQ(memory.cpu_layout(), nullptr);
+  const float* host = static_cast<const float*>(memory.cpu_data());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(host[i], float(i));
+
+  memory.PinHostMemory();
+  WriteReversed(memory, 8);
+  cudaStream_t stream = gpu.comm_stream();
+  memory.AsyncGpuPush(gpu, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(memory.cpu_layout(), nullptr);
+  memory.mutable_gpu_data(gpu);
+  host = static_cast<const float*>(memory.cpu_data());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(host[i], float(i));
 }
 
 TEST_F(SyncedMemoryGpuTest, AnotherContextIsAnError) {

@@ -12,6 +12,16 @@ namespace doppio {
 
 class GpuContext;
 
+// A layout other than the canonical one (Caffe's row-major order) in which a SyncedMemory's
+// host bytes may be held: the oneDNN engine leaves activations in its blocked layouts between
+// its layers. core knows no oneDNN, so the engine implements the conversion.
+class HostLayout {
+ public:
+  virtual ~HostLayout() = default;
+  // Rewrites the `size` bytes at `bytes`, held in this layout, in the canonical one.
+  virtual void ToCanonical(void* bytes, std::size_t size) const = 0;
+};
+
 // One buffer that lives in host memory and, in a CUDA build, in device memory; copies are
 // made lazily on access. The head says where the newest bytes are.
 //
@@ -45,6 +55,13 @@ class SyncedMemory {
   // bytes of the storage; a view counts its parent's. Caches derived from the contents (a
   // oneDNN engine's reordered weights) compare it to know when to refresh.
   std::uint64_t write_count() const { return parent_ ? parent_->write_count() : write_count_; }
+  // For the engine that wrote them (oneDNN): the host bytes as they are, not converted, and
+  // their layout (null: canonical); mutable_raw_cpu_data hands the host bytes out to be
+  // overwritten whole in `layout` (null: canonical), leaving the old bytes unconverted, and
+  // counts as a write. A view refuses a layout (Error): the parameter arena stays canonical.
+  const void* raw_cpu_data();
+  const std::shared_ptr<const HostLayout>& cpu_layout() const;
+  void* mutable_raw_cpu_data(std::shared_ptr<const HostLayout> layout);
   // The context this buffer's device copy belongs to; null while it has none.
   const std::shared_ptr<GpuContext>& gpu_context() const;
 
@@ -64,6 +81,8 @@ class SyncedMemory {
 
  private:
   void ToCpu();
+  // Converts host bytes held in a HostLayout to the canonical layout.
+  void Canonicalize();
 #ifdef DOPPIO_WITH_CUDA
   void ToGpu(GpuContext& gpu);
   void Bind(GpuContext& gpu);
@@ -81,6 +100,8 @@ class SyncedMemory {
   std::size_t size_ = 0;
   Head head_ = Head::kUninitialized;
   std::uint64_t write_count_ = 0;
+  // The layout of the host bytes; null: canonical. Set only while the head is the host.
+  std::shared_ptr<const HostLayout> layout_;
 };
 
 }  // namespace doppio

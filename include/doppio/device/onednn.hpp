@@ -1,7 +1,8 @@
 #pragma once
 
 // Helpers shared by the oneDNN engines (builds with oneDNN only): errors, threads, memory
-// descriptors in Caffe's layout, and tensors that a primitive may want in another layout.
+// descriptors in Caffe's layout, and the placement of a layer call's transient buffers.
+// The tensors between blobs and primitives are the layers' (layers/onednn_tensor.hpp).
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -36,44 +37,9 @@ void UseOnednnThreads();
 // A dense float tensor of `dims` in Caffe's layout (row-major: nchw, oi, ...).
 dnnl::memory::desc OnednnPlainDesc(const dnnl::memory::dims& dims);
 
-// One tensor a primitive reads or writes: kept in Caffe's layout by its blob and, where the
-// primitive prefers another layout, also in that one, with the reorders between the two. The
-// copy in the primitive's layout lives only during one layer call: its buffer is placed in
-// the calling thread's HostWorkspace (OnednnPlaceInWorkspace) before the call uses it.
-class OnednnTensor {
- public:
-  // `user`: the blob's layout; `primitive`: the layout the primitive descriptor asks for.
-  void Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
-            const dnnl::memory::desc& primitive);
-  // The bytes of the copy in the primitive's layout (0 where the layouts agree), and where
-  // it lies for the current call.
-  std::size_t transient_bytes() const { return reordered_ ? primitive_.get_desc().get_size() : 0; }
-  void Place(void* at) {
-    if (reordered_) primitive_.set_data_handle(at);
-  }
-  // For a primitive to read: the memory to pass it, holding the contents of `user` (reordered
-  // on `stream` when the layouts differ).
-  const dnnl::memory& Read(dnnl::stream& stream, const void* user);
-  // For a primitive to write: the memory to pass it; after it ran, Publish(stream) puts the
-  // result in `user` (a reorder where the layouts differ, nothing otherwise).
-  const dnnl::memory& Write(void* user);
-  void Publish(dnnl::stream& stream);
-  // The memory in the primitive's layout, as the last Read or Write left it.
-  const dnnl::memory& primitive() const { return primitive_; }
-  // Whether the primitive's layout differs from the blob's.
-  bool reordered() const { return reordered_; }
-
- private:
-  dnnl::memory user_;
-  dnnl::memory primitive_;
-  dnnl::reorder to_primitive_;
-  dnnl::reorder to_user_;
-  bool reordered_ = false;
-};
-
 // Places the transient buffers of one layer call (objects with transient_bytes() and
-// Place(void*): OnednnTensor, OnednnParamGradient) one after another in the calling thread's
-// HostWorkspace. They hold nothing from one call to the next, so every oneDNN layer shares
+// Place(void*): OnednnTensor, OnednnParamGradient in layers/) one after another in the calling
+// thread's HostWorkspace. They hold nothing from one call to the next, so every oneDNN layer shares
 // the one block, as large as the largest call needs, instead of each keeping its own for the
 // life of the net. Call it at the start of each Forward or Backward, before the others' use.
 std::size_t OnednnAligned(std::size_t bytes);

@@ -4,15 +4,17 @@
 
 #include <vector>
 
-#include "doppio/device/onednn.hpp"
 #include "doppio/layers/concat_layer.hpp"
+#include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
 
 // Concat on oneDNN (engine ONEDNN, float) along any axis: each blob is seen as (the axes
 // before the concat axis, the concat axis, the axes after it). Forward is oneDNN's concat;
 // Backward, a split, is one reorder per bottom from its window of the top diff. A single
-// bottom passes through as on the CAFFE engine (the top shares its buffers).
+// bottom passes through as on the CAFFE engine (the top shares its buffers). Where every
+// bottom arrives in a oneDNN layout (4-d, on the channels), it concatenates those as they
+// are into a top in oneDNN's layout, and gives each bottom diff its bottom's layout.
 class OnednnConcatLayer : public ConcatLayer<float> {
  public:
   explicit OnednnConcatLayer(const LayerParameter& param) : ConcatLayer<float>(param) {}
@@ -24,17 +26,26 @@ class OnednnConcatLayer : public ConcatLayer<float> {
                     const BlobVec& bottom) override;
 
  private:
-  void Prepare(const BlobVec& bottom, const Blob<float>& top);
+  // The layouts the bottoms with values arrive in, where all are oneDNN's; else none.
+  std::vector<dnnl::memory::desc> BlockedSources(const BlobVec& bottom,
+                                                 const Blob<float>& top) const;
+  // The primitives for bottoms in the `blocked` layouts, or in Caffe's where it is empty.
+  void Prepare(const BlobVec& bottom, const Blob<float>& top,
+               const std::vector<dnnl::memory::desc>& blocked);
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   std::vector<std::vector<int>> prepared_shapes_;
   // The bottoms with values (an empty one adds nothing and has no gradient to take).
   std::vector<int> parts_;
+  // The layouts the primitives are for (empty: Caffe's), and ones oneDNN refused.
+  std::vector<dnnl::memory::desc> blocked_, refused_;
   dnnl::concat forward_;
-  dnnl::memory dst_;
-  // Per entry of parts_: the bottom, its window of the top diff, and the reorder between.
-  std::vector<dnnl::memory> srcs_, windows_, diff_srcs_;
+  OnednnTensor dst_, top_diff_;
+  // Per entry of parts_: the bottom, its diff, its window of the top diff, and the reorder
+  // from that window to the diff.
+  std::vector<OnednnTensor> srcs_, diff_srcs_;
+  std::vector<dnnl::memory> windows_;
   std::vector<dnnl::reorder> splits_;
 };
 

@@ -5,14 +5,16 @@
 #include <string>
 #include <vector>
 
-#include "doppio/device/onednn.hpp"
 #include "doppio/layers/eltwise_layer.hpp"
+#include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
 
 // Eltwise SUM on oneDNN (engine ONEDNN, float), with the coefficients: Forward is oneDNN's
 // sum with them as scales, Backward gives each bottom coeff * top diff (an eltwise linear
-// map). PROD and MAX are not oneDNN primitives and stay on the CAFFE engine.
+// map). PROD and MAX are not oneDNN primitives and stay on the CAFFE engine. Forward runs in
+// the oneDNN layout all bottoms arrive in (else Caffe's), Backward in the one the top diff
+// arrives in, and each writes its results in the layout it ran in.
 class OnednnEltwiseLayer : public EltwiseLayer<float> {
  public:
   explicit OnednnEltwiseLayer(const LayerParameter& param) : EltwiseLayer<float>(param) {}
@@ -29,10 +31,16 @@ class OnednnEltwiseLayer : public EltwiseLayer<float> {
  private:
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
+  // The layout to run in for a blob holding `memory`, and the primitives for it.
+  dnnl::memory::desc ArrivingDesc(const SyncedMemory& memory) const;
+  void PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms);
+  void PrepareBackward(const dnnl::memory::desc& desc);
+
   int prepared_count_ = -1;
+  dnnl::memory::desc forward_desc_, backward_desc_;
   dnnl::sum forward_;
-  dnnl::memory dst_, diff_dst_, diff_src_;
-  std::vector<dnnl::memory> srcs_;
+  OnednnTensor dst_, diff_dst_, diff_src_;
+  std::vector<OnednnTensor> srcs_;
   // Per bottom: diff = coeff * top diff.
   std::vector<dnnl::eltwise_forward> scales_;
 };

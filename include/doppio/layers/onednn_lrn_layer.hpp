@@ -4,14 +4,16 @@
 
 #include <vector>
 
-#include "doppio/device/onednn.hpp"
 #include "doppio/layers/lrn_layer.hpp"
+#include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
 
 // LRN on oneDNN (engine ONEDNN, float), across or within channels: oneDNN's formulas are
 // Caffe's (alpha / n, alpha / n^2 for the window, k, beta). Backward reads the workspace the
-// forward pass left.
+// forward pass left. It runs in the layout its input arrives in (a oneDNN layer's blocked
+// one, or Caffe's), with primitives made for that layout on the first Forward that sees it,
+// and leaves its output and the bottom diff in that layout.
 class OnednnLRNLayer : public LRNLayer<float> {
  public:
   explicit OnednnLRNLayer(const LayerParameter& param) : LRNLayer<float>(param) {}
@@ -25,10 +27,15 @@ class OnednnLRNLayer : public LRNLayer<float> {
  private:
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
+  // The primitives for an input in layout `src`.
+  void Prepare(const dnnl::memory::desc& src);
+
   std::vector<int> prepared_shape_;
+  dnnl::memory::desc prepared_src_;
   dnnl::lrn_forward forward_;
   dnnl::lrn_backward backward_;
-  dnnl::memory src_, dst_, diff_dst_, diff_src_, workspace_;
+  OnednnTensor src_, dst_, diff_dst_, diff_src_;
+  dnnl::memory workspace_;
 };
 
 }  // namespace doppio

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "doppio/core/blob.hpp"
-#include "doppio/device/onednn.hpp"
+#include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
 

@@ -5,15 +5,17 @@
 #include <string>
 #include <vector>
 
-#include "doppio/device/onednn.hpp"
+#include "doppio/layers/onednn_tensor.hpp"
 #include "doppio/layers/pooling_layer.hpp"
 
 namespace doppio {
 
 // MAX and AVE pooling on oneDNN (engine ONEDNN, float), with Caffe's output shape: the
 // CAFFE layer's Reshape sizes the top, and oneDNN is given the right padding that makes its
-// windows those of Caffe's ceil (or floor) rule. Two cases keep the CAFFE kernels, so that
-// results stay Caffe's exactly:
+// windows those of Caffe's ceil (or floor) rule. It runs in the layout its input arrives in
+// (a oneDNN layer's blocked one, or Caffe's), with primitives made for that layout on the
+// first Forward that sees it, and leaves its output and the bottom diff in that layout. Two cases
+// keep the CAFFE kernels, so that results stay Caffe's exactly:
 // - MAX over an input holding a NaN (checked every Forward): Caffe's MAX outputs NaN for a
 //   window holding one and routes its gradient to the window's last NaN; oneDNN's does not.
 // - AVE where the input is padded and a ceil-mode window also overhangs the padding: Caffe
@@ -33,18 +35,24 @@ class OnednnPoolingLayer : public PoolingLayer<float> {
                     const BlobVec& bottom) override;
 
  private:
-  void Prepare();
+  dnnl::memory::dims RightPadding() const;
+  // Whether a ceil-mode window reaches past the left padding's mirror on the right.
+  bool Overhangs() const;
+  // The primitives for an input in layout `src` (Caffe's, or the oneDNN one it arrives in).
+  void Prepare(const dnnl::memory::desc& src);
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   std::vector<int> prepared_shape_;
+  dnnl::memory::desc prepared_src_;
   // This shape runs the CAFFE kernels (see the class comment).
   bool caffe_shape_ = false;
   // The last Forward ran the CAFFE kernels, so Backward must too.
   bool caffe_pass_ = false;
   dnnl::pooling_forward forward_;
   dnnl::pooling_backward backward_;
-  dnnl::memory src_, dst_, diff_dst_, diff_src_, workspace_;
+  OnednnTensor src_, dst_, diff_dst_, diff_src_;
+  dnnl::memory workspace_;
 };
 
 }  // namespace doppio

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "doppio/device/onednn.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
+#include "doppio/layers/onednn_tensor.hpp"
 #include "doppio/layers/relu_layer.hpp"
 
 namespace doppio {
@@ -37,15 +37,20 @@ class OnednnReLULayer : public ReLULayer<float>, public OnednnFusionGuest {
   // Whether the gradient is computed from the output rather than the input: in place with a
   // slope of 0 or more. Set by Reshape.
   bool FromOutput() const { return from_output_; }
+  // The layout to run in for a bottom whose data is `data`, and the primitives for it.
+  dnnl::memory::desc ArrivingDesc(const SyncedMemory& data) const;
+  void Prepare(const dnnl::memory::desc& desc);
+  void PrepareFor(const SyncedMemory& data);
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   int prepared_count_ = -1;
+  dnnl::memory::desc prepared_desc_;
   bool from_output_ = false;
   bool skip_backward_ = false;
   dnnl::eltwise_forward forward_;
   dnnl::eltwise_backward backward_;
-  dnnl::memory data_, dst_, diff_dst_, diff_src_;
+  OnednnTensor data_, dst_, diff_dst_, diff_src_;
 };
 
 }  // namespace doppio

@@ -1,0 +1,104 @@
+#pragma once
+
+// The tensors between a oneDNN layer's blobs and its primitives, and the blocked layouts the
+// blobs may hold between oneDNN layers (builds with oneDNN only).
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "doppio/core/synced_memory.hpp"
+#include "doppio/device/onednn.hpp"
+
+namespace doppio {
+
+// Whether oneDNN layers leave their outputs and bottom diffs in the primitive's (blocked)
+// layout, in the blob's own buffer, for the next oneDNN layer to read as they are (on by
+// default). Off, every oneDNN layer reads and writes Caffe's layout, as before blocked
+// layouts were kept; the tests compare the two.
+void SetOnednnKeepsBlockedLayouts(bool keep);
+bool OnednnKeepsBlockedLayouts();
+
+// A blob's host bytes held in a oneDNN layout (SyncedMemory's HostLayout): what a primitive
+// wrote there, converted to Caffe's layout by the first ordinary accessor that reads them.
+class OnednnLayout : public HostLayout {
+ public:
+  OnednnLayout(const dnnl::engine& engine, const dnnl::memory::desc& desc);
+  const dnnl::memory::desc& desc() const { return desc_; }
+  // Reorders into a scratch buffer of the calling thread, kept for the next conversion, and
+  // copies back: never the thread's HostWorkspace, which the layer reading may be using.
+  void ToCanonical(void* bytes, std::size_t size) const override;
+
+ private:
+  dnnl::engine engine_;
+  dnnl::memory::desc desc_;
+  dnnl::memory::desc plain_;
+  dnnl::reorder to_plain_;
+  dnnl::reorder copy_;
+};
+
+// The oneDNN layout a buffer's host bytes are held in, or null where they are in Caffe's.
+const OnednnLayout* OnednnLayoutOf(const SyncedMemory& memory);
+
+// One tensor a primitive reads or writes: kept in Caffe's layout by its blob and, where the
+// primitive prefers another layout, also in that one, with the reorders between the two.
+// Between oneDNN layers a blob's buffer may itself hold the primitive's layout (Read and
+// Write of a SyncedMemory): then no copy and no reorder are made. Otherwise the copy in the
+// primitive's layout lives only during one layer call: its buffer is placed in the calling
+// thread's HostWorkspace (OnednnPlaceInWorkspace) before the call uses it.
+class OnednnTensor {
+ public:
+  // `user`: the blob's layout; `primitive`: the layout the primitive descriptor asks for.
+  void Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
+            const dnnl::memory::desc& primitive);
+  // The bytes of the copy in the primitive's layout (0 where the layouts agree), and where
+  // it lies for the current call.
+  std::size_t transient_bytes() const { return reordered_ ? primitive_.get_desc().get_size() : 0; }
+  void Place(void* at) {
+    if (reordered_) primitive_.set_data_handle(at);
+  }
+  // For a primitive to read: the memory to pass it, holding the contents of `user` (reordered
+  // on `stream` when the layouts differ).
+  const dnnl::memory& Read(dnnl::stream& stream, const void* user);
+  // The same from a blob's buffer: its bytes as they are where they are held in the
+  // primitive's layout, else its bytes in Caffe's layout, reordered where the layouts differ.
+  const dnnl::memory& Read(dnnl::stream& stream, SyncedMemory& blob);
+  // For a primitive to write: the memory to pass it; after it ran, Publish(stream) puts the
+  // result in `user` (a reorder where the layouts differ, nothing otherwise).
+  const dnnl::memory& Write(void* user);
+  // The same into a blob's buffer, which the primitive overwrites whole: in place in the
+  // primitive's layout where that takes the bytes Caffe's does (no padding), blocked
+  // layouts are kept and the buffer is not a view (the buffer then holds an OnednnLayout),
+  // else as Write(void*).
+  const dnnl::memory& Write(SyncedMemory& blob);
+  void Publish(dnnl::stream& stream);
+  // The memory in the primitive's layout, as the last Read or Write left it.
+  const dnnl::memory& primitive() const { return primitive_; }
+  // Whether the primitive's layout differs from the blob's.
+  bool reordered() const { return reordered_; }
+
+ private:
+  dnnl::memory user_;
+  dnnl::memory primitive_;
+  dnnl::reorder to_primitive_;
+  dnnl::reorder to_user_;
+  bool reordered_ = false;
+  // The primitive's layout where a blob's buffer can hold it (same size as Caffe's).
+  std::shared_ptr<const OnednnLayout> in_place_;
+  // The last Write went to the transient copy, which Publish reorders into the blob.
+  bool publish_ = false;
+};
+
+// OnednnPlaceInWorkspace for a number of tensors known only at run time.
+void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors);
+
+// The layout a layer whose primitive works on any layout (element-wise, pooling, LRN, batch
+// norm, sum) runs in for a tensor of `dims` (Caffe's layout: OnednnPlainDesc(dims)): the
+// oneDNN layout `memory` holds, where it has these dims, else Caffe's.
+dnnl::memory::desc OnednnArrivingDesc(const SyncedMemory& memory, const dnnl::memory::dims& dims);
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN

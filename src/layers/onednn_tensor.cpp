@@ -1,0 +1,141 @@
+#include "doppio/layers/onednn_tensor.hpp"
+
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <glog/logging.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "doppio/util/error.hpp"
+
+namespace doppio {
+
+namespace {
+std::atomic<bool> keep_blocked_layouts{true};
+
+// The scratch a conversion to Caffe's layout reorders into on this thread, grown to the
+// largest blob converted and kept.
+void* ConversionScratch(std::size_t bytes) {
+  struct Block {
+    std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+    std::size_t bytes = 0;
+  };
+  thread_local Block block;
+  if (bytes > block.bytes || !block.data) {
+    block.data.reset();
+    block.bytes = 0;
+    const std::size_t rounded = OnednnAligned(bytes == 0 ? 1 : bytes);
+    block.data.reset(std::aligned_alloc(64, rounded));
+    DOPPIO_ENSURE(block.data != nullptr)
+        << "cannot allocate " << bytes << " bytes of host scratch to reorder a blob to NCHW";
+    block.bytes = rounded;
+  }
+  return block.data.get();
+}
+}  // namespace
+
+void SetOnednnKeepsBlockedLayouts(bool keep) { keep_blocked_layouts = keep; }
+bool OnednnKeepsBlockedLayouts() { return keep_blocked_layouts; }
+
+OnednnLayout::OnednnLayout(const dnnl::engine& engine, const dnnl::memory::desc& desc)
+    : engine_(engine), desc_(desc), plain_(OnednnPlainDesc(desc.dims())) {
+  to_plain_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, desc_, engine_, plain_));
+  copy_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, plain_, engine_, plain_));
+}
+
+void OnednnLayout::ToCanonical(void* bytes, std::size_t size) const {
+  CHECK_LE(desc_.get_size(), size);
+  UseOnednnThreads();
+  OnednnCall("a blob in a oneDNN layout", "reorder to Caffe's layout", [&] {
+    dnnl::stream stream(engine_);
+    dnnl::memory held(desc_, engine_, bytes);
+    dnnl::memory plain(plain_, engine_, ConversionScratch(plain_.get_size()));
+    dnnl::memory canonical(plain_, engine_, bytes);
+    to_plain_.execute(stream, held, plain);
+    copy_.execute(stream, plain, canonical);
+    stream.wait();
+  });
+}
+
+const OnednnLayout* OnednnLayoutOf(const SyncedMemory& memory) {
+  return dynamic_cast<const OnednnLayout*>(memory.cpu_layout().get());
+}
+
+dnnl::memory::desc OnednnArrivingDesc(const SyncedMemory& memory, const dnnl::memory::dims& dims) {
+  const OnednnLayout* held = OnednnLayoutOf(memory);
+  if (held != nullptr && held->desc().dims() == dims) return held->desc();
+  return OnednnPlainDesc(dims);
+}
+
+void OnednnTensor::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
+                        const dnnl::memory::desc& primitive) {
+  user_ = dnnl::memory(user, engine, DNNL_MEMORY_NONE);
+  reordered_ = user != primitive;
+  in_place_.reset();
+  publish_ = false;
+  if (reordered_) {
+    primitive_ = dnnl::memory(primitive, engine, DNNL_MEMORY_NONE);
+    to_primitive_ = dnnl::reorder(user_, primitive_);
+    to_user_ = dnnl::reorder(primitive_, user_);
+    if (primitive.get_size() == user.get_size()) {
+      in_place_ = std::make_shared<OnednnLayout>(engine, primitive);
+    }
+  } else {
+    primitive_ = user_;
+  }
+}
+
+const dnnl::memory& OnednnTensor::Read(dnnl::stream& stream, const void* user) {
+  user_.set_data_handle(const_cast<void*>(user));
+  if (reordered_) to_primitive_.execute(stream, user_, primitive_);
+  return primitive_;
+}
+
+const dnnl::memory& OnednnTensor::Read(dnnl::stream& stream, SyncedMemory& blob) {
+  const OnednnLayout* held = OnednnLayoutOf(blob);
+  if (reordered_ && held != nullptr &&
+      (held == in_place_.get() || held->desc() == primitive_.get_desc())) {
+    primitive_.set_data_handle(const_cast<void*>(blob.raw_cpu_data()));
+    return primitive_;
+  }
+  return Read(stream, blob.cpu_data());
+}
+
+const dnnl::memory& OnednnTensor::Write(void* user) {
+  user_.set_data_handle(user);
+  publish_ = reordered_;
+  return primitive_;
+}
+
+const dnnl::memory& OnednnTensor::Write(SyncedMemory& blob) {
+  // A view (a TEST net's activations sharing one buffer, the parameter arena) stays in
+  // Caffe's layout: its buffer is another blob's too.
+  if (in_place_ && !blob.is_view() && OnednnKeepsBlockedLayouts()) {
+    primitive_.set_data_handle(blob.mutable_raw_cpu_data(in_place_));
+    publish_ = false;
+    return primitive_;
+  }
+  // Not converted first: the primitive overwrites the bytes, and may be reading them as they
+  // are (in place).
+  return Write(blob.mutable_raw_cpu_data(nullptr));
+}
+
+void OnednnTensor::Publish(dnnl::stream& stream) {
+  if (publish_) to_user_.execute(stream, primitive_, user_);
+  publish_ = false;
+}
+
+void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors) {
+  std::size_t total = 0;
+  for (const OnednnTensor* tensor : tensors) total += OnednnAligned(tensor->transient_bytes());
+  char* at = static_cast<char*>(OnednnWorkspace(total));
+  for (OnednnTensor* tensor : tensors) {
+    tensor->Place(at);
+    at += OnednnAligned(tensor->transient_bytes());
+  }
+}
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN

@@ -1,0 +1,317 @@
+// Blocked oneDNN layouts kept between oneDNN layers (OnednnTensor, OnednnLayout): whole nets
+// shaped like LeNet, CIFAR10-quick, a GoogLeNet inception block and a ResNet bottleneck
+// block, with channel counts that are multiples of 16 so that oneDNN's blocked layouts fit in
+// the blobs' buffers, compute with blocked layouts kept what they compute with every layer
+// reading and writing Caffe's layout: the outputs, the loss, every parameter gradient and the
+// input's gradient. The layouts really are kept (an intermediate blob holds one until it is
+// read), and a reader outside oneDNN gets Caffe's layout.
+#ifdef DOPPIO_WITH_ONEDNN
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doppio/core/net.hpp"
+#include "doppio/layers/onednn_tensor.hpp"
+#include "engine_comparison.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+const char* kInput = R"(
+  force_backward: true
+  layer { name: 'data' type: 'Input' top: 'data' top: 'label'
+          input_param { shape { dim: 2 dim: %C% dim: %HW% dim: %HW% } shape { dim: 2 } } }
+)";
+
+std::string Conv(const std::string& name, const std::string& bottom, int out, int kernel,
+                 int pad = 0, int stride = 1, const std::string& top = "") {
+  return "layer { name: '" + name + "' type: 'Convolution' bottom: '" + bottom + "' top: '" +
+         (top.empty() ? name : top) + "' convolution_param { num_output: " + std::to_string(out) +
+         " kernel_size: " + std::to_string(kernel) + " pad: " + std::to_string(pad) +
+         " stride: " + std::to_string(stride) +
+         " weight_filler { type: 'gaussian' std: 0.1 } bias_filler { type: 'gaussian' std: 0.1 "
+         "} } }\n";
+}
+
+std::string Layer(const std::string& name, const std::string& type, const std::string& bottom,
+                  const std::string& top, const std::string& params = "") {
+  return "layer { name: '" + name + "' type: '" + type + "' bottom: '" + bottom + "' top: '" + top +
+         "' " + params + " }\n";
+}
+
+std::string Pool(const std::string& name, const std::string& bottom, const std::string& pool,
+                 int kernel, int stride, int pad = 0) {
+  return Layer(name, "Pooling", bottom, name,
+               "pooling_param { pool: " + pool + " kernel_size: " + std::to_string(kernel) +
+                   " stride: " + std::to_string(stride) + " pad: " + std::to_string(pad) + " }");
+}
+
+std::string Head(const std::string& bottom, int hidden) {
+  std::string text;
+  if (hidden > 0) {
+    text += Layer("ip1", "InnerProduct", bottom, "ip1",
+                  "inner_product_param { num_output: " + std::to_string(hidden) +
+                      " weight_filler { type: 'gaussian' std: 0.1 } }");
+    text += Layer("relu_ip1", "ReLU", "ip1", "ip1");
+  }
+  text += Layer("ip2", "InnerProduct", hidden > 0 ? "ip1" : bottom, "ip2",
+                "inner_product_param { num_output: 5 weight_filler { type: 'gaussian' std: 0.1 "
+                "} }");
+  text +=
+      "layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip2' bottom: 'label' top: "
+      "'loss' }\n";
+  return text;
+}
+
+std::string Input(int channels, int size) {
+  std::string text = kInput;
+  text.replace(text.find("%C%"), 3, std::to_string(channels));
+  text.replace(text.find("%HW%"), 4, std::to_string(size));
+  text.replace(text.find("%HW%"), 4, std::to_string(size));
+  return text;
+}
+
+std::string LeNet() {
+  return Input(1, 20) + Conv("conv1", "data", 16, 5) + Pool("pool1", "conv1", "MAX", 2, 2) +
+         Conv("conv2", "pool1", 32, 5) + Pool("pool2", "conv2", "MAX", 2, 2) + Head("pool2", 32);
+}
+
+std::string Cifar10Quick() {
+  return Input(3, 16) + Conv("conv1", "data", 32, 5, 2) + Pool("pool1", "conv1", "MAX", 3, 2) +
+         Layer("relu1", "ReLU", "pool1", "pool1") + Conv("conv2", "pool1", 32, 5, 2) +
+         Layer("relu2", "ReLU", "conv2", "conv2") + Pool("pool2", "conv2", "AVE", 3, 2) +
+         Conv("conv3", "pool2", 64, 5, 2) + Layer("relu3", "ReLU", "conv3", "conv3") +
+         Pool("pool3", "conv3", "AVE", 3, 2) + Head("pool3", 16);
+}
+
+// A stem, then one inception block (four branches concatenated), a pool and the head.
+std::string Inception() {
+  return Input(3, 12) + Conv("stem", "data", 32, 3, 1) +
+         Layer("stem_relu", "ReLU", "stem", "stem") +
+         Layer("norm", "LRN", "stem", "norm", "lrn_param { local_size: 5 }") +
+         Conv("b1", "norm", 16, 1) + Layer("b1_relu", "ReLU", "b1", "b1") +
+         Conv("b3_reduce", "norm", 16, 1) + Layer("b3r_relu", "ReLU", "b3_reduce", "b3_reduce") +
+         Conv("b3", "b3_reduce", 32, 3, 1) + Layer("b3_relu", "ReLU", "b3", "b3") +
+         Conv("b5_reduce", "norm", 16, 1) + Layer("b5r_relu", "ReLU", "b5_reduce", "b5_reduce") +
+         Conv("b5", "b5_reduce", 16, 5, 2) + Layer("b5_relu", "ReLU", "b5", "b5") +
+         Pool("bp_pool", "norm", "MAX", 3, 1, 1) + Conv("bp", "bp_pool", 16, 1) +
+         Layer("bp_relu", "ReLU", "bp", "bp") +
+         "layer { name: 'concat' type: 'Concat' bottom: 'b1' bottom: 'b3' bottom: 'b5' "
+         "bottom: 'bp' top: 'concat' }\n" +
+         Pool("pool", "concat", "AVE", 3, 2) + Head("pool", 0);
+}
+
+std::string BnScaleRelu(const std::string& name, bool relu) {
+  std::string text = Layer(name + "_bn", "BatchNorm", name, name) +
+                     Layer(name + "_scale", "Scale", name, name, "scale_param { bias_term: true }");
+  if (relu) text += Layer(name + "_relu", "ReLU", name, name);
+  return text;
+}
+
+// A ResNet-50 bottleneck with a projection shortcut, then an identity one.
+std::string ResNetBlock() {
+  std::string text = Input(3, 10) + Conv("stem", "data", 32, 3, 1) + BnScaleRelu("stem", true);
+  text += Conv("a_branch1", "stem", 64, 1) + BnScaleRelu("a_branch1", false);
+  text += Conv("a_2a", "stem", 16, 1) + BnScaleRelu("a_2a", true);
+  text += Conv("a_2b", "a_2a", 16, 3, 1) + BnScaleRelu("a_2b", true);
+  text += Conv("a_2c", "a_2b", 64, 1) + BnScaleRelu("a_2c", false);
+  text += "layer { name: 'a' type: 'Eltwise' bottom: 'a_branch1' bottom: 'a_2c' top: 'a' }\n" +
+          Layer("a_relu", "ReLU", "a", "a");
+  text += Conv("b_2a", "a", 16, 1) + BnScaleRelu("b_2a", true);
+  text += Conv("b_2b", "b_2a", 16, 3, 1, 2) + BnScaleRelu("b_2b", true);
+  text += Conv("b_2c", "b_2b", 64, 1) + BnScaleRelu("b_2c", false);
+  text += Conv("b_branch1", "a", 64, 1, 0, 2) + BnScaleRelu("b_branch1", false);
+  text += "layer { name: 'b' type: 'Eltwise' bottom: 'b_branch1' bottom: 'b_2c' top: 'b' }\n" +
+          Layer("b_relu", "ReLU", "b", "b");
+  return text + Pool("pool", "b", "AVE", 5, 1) + Head("pool", 0);
+}
+
+std::unique_ptr<Net<float>> MakeNet(const std::string& text) {
+  NetParameter param = ParseText<NetParameter>(text);
+  param.mutable_state()->set_phase(TRAIN);
+  return std::make_unique<Net<float>>(param);
+}
+
+// Restores the default (blocked layouts kept) when a test ends, whatever it set.
+class OnednnLayoutsTest : public ::testing::Test {
+ protected:
+  void TearDown() override { SetOnednnKeepsBlockedLayouts(true); }
+};
+
+void Pass(Net<float>& net, bool blocked, float* loss) {
+  SetOnednnKeepsBlockedLayouts(blocked);
+  net.Forward(loss);
+  net.Backward();
+  SetOnednnKeepsBlockedLayouts(true);
+}
+
+// How many blobs of `net` hold a oneDNN layout in their data or their diff now.
+int BlockedBlobs(const Net<float>& net) {
+  int blocked = 0;
+  for (const auto& blob : net.blobs()) {
+    blocked += OnednnLayoutOf(*blob->data()) != nullptr;
+    blocked += OnednnLayoutOf(*blob->diff()) != nullptr;
+  }
+  return blocked;
+}
+
+// Gives `blocked` the inputs and parameters of `plain`, runs both forward and backward twice
+// (parameter gradients accumulate; the second time after reading every blob, which turns
+// them to Caffe's layout between Forward and Backward), and compares the results.
+// `kept` names a blob whose data must hold a oneDNN layout after the first pass (none: the
+// ResNet block, whose convolutions' outputs are all read by BatchNorm, which reads Caffe's
+// layout, and Scale, on CAFFE).
+void ExpectSameResults(const std::string& text, const std::string& kept) {
+  const auto plain = MakeNet(text);
+  const auto blocked = MakeNet(text);
+  Rng rng(11);
+  FillGaussian(plain->blob_by_name("data").get(), rng);
+  Blob<float>& label = *plain->blob_by_name("label");
+  for (int i = 0; i < label.count(); ++i) label.mutable_cpu_data()[i] = static_cast<float>(i % 5);
+  blocked->blob_by_name("data")->CopyFrom(*plain->blob_by_name("data"));
+  blocked->blob_by_name("label")->CopyFrom(label);
+  ASSERT_EQ(plain->learnable_params().size(), blocked->learnable_params().size());
+  for (std::size_t p = 0; p < plain->learnable_params().size(); ++p) {
+    blocked->learnable_params()[p]->CopyFrom(*plain->learnable_params()[p]);
+  }
+  const double tolerance = 1e-5;
+  for (int pass = 1; pass <= 2; ++pass) {
+    const std::string when = "pass " + std::to_string(pass) + ": ";
+    float loss[2];
+    if (pass == 1) {
+      Pass(*plain, false, &loss[0]);
+      Pass(*blocked, true, &loss[1]);
+      // Blocked layouts were kept (else the comparison proves nothing).
+      EXPECT_EQ(BlockedBlobs(*plain), 0);
+      if (!kept.empty()) {
+        EXPECT_GT(BlockedBlobs(*blocked), 2);
+        EXPECT_NE(OnednnLayoutOf(*blocked->blob_by_name(kept)->data()), nullptr) << kept;
+      }
+    } else {
+      SetOnednnKeepsBlockedLayouts(false);
+      plain->Forward(&loss[0]);
+      SetOnednnKeepsBlockedLayouts(true);
+      blocked->Forward(&loss[1]);
+      for (const std::string& name : plain->blob_names()) {
+        const Blob<float>& want = *plain->blob_by_name(name);
+        ExpectClose(blocked->blob_by_name(name)->cpu_data(), want.cpu_data(), want.count(),
+                    tolerance, when + name);
+      }
+      plain->Backward();
+      blocked->Backward();
+    }
+    EXPECT_NEAR(loss[0], loss[1], tolerance * std::fabs(loss[0])) << when;
+    for (std::size_t p = 0; p < plain->learnable_params().size(); ++p) {
+      const Blob<float>& want = *plain->learnable_params()[p];
+      ExpectClose(blocked->learnable_params()[p]->cpu_diff(), want.cpu_diff(), want.count(),
+                  tolerance, when + "gradient of learnable blob " + std::to_string(p));
+    }
+    ExpectClose(blocked->blob_by_name("data")->cpu_diff(), plain->blob_by_name("data")->cpu_diff(),
+                plain->blob_by_name("data")->count(), tolerance, when + "data diff");
+  }
+}
+
+TEST_F(OnednnLayoutsTest, LeNetKeepsResults) { ExpectSameResults(LeNet(), "conv2"); }
+
+TEST_F(OnednnLayoutsTest, Cifar10QuickKeepsResults) { ExpectSameResults(Cifar10Quick(), "conv3"); }
+
+TEST_F(OnednnLayoutsTest, InceptionBlockKeepsResults) { ExpectSameResults(Inception(), "concat"); }
+
+TEST_F(OnednnLayoutsTest, ResNetBlockKeepsResults) { ExpectSameResults(ResNetBlock(), ""); }
+
+TEST_F(OnednnLayoutsTest, BlockedLayoutsStayBetweenOnednnLayers) {
+  const auto net = MakeNet(Cifar10Quick());
+  Rng rng(3);
+  FillGaussian(net->blob_by_name("data").get(), rng);
+  float loss = 0;
+  Pass(*net, true, &loss);
+  // conv1 -> pool1 -> relu1 -> conv2 -> ... -> pool3: every one of these outputs and their
+  // diffs is written by a oneDNN layer and read only by oneDNN layers.
+  const SyncedMemory& conv2 = *net->blob_by_name("conv2")->data();
+  ASSERT_NE(OnednnLayoutOf(conv2), nullptr);
+  EXPECT_NE(OnednnLayoutOf(*net->blob_by_name("pool1")->data()), nullptr);
+  EXPECT_NE(OnednnLayoutOf(*net->blob_by_name("conv2")->diff()), nullptr);
+  EXPECT_GE(BlockedBlobs(*net), 8);
+  // The input and the parameters (views of the arena) stay in Caffe's layout.
+  EXPECT_EQ(OnednnLayoutOf(*net->blob_by_name("data")->data()), nullptr);
+  for (const auto* param : net->learnable_params()) {
+    EXPECT_EQ(param->data()->cpu_layout(), nullptr);
+    EXPECT_EQ(param->diff()->cpu_layout(), nullptr);
+  }
+  // A reader gets Caffe's layout, and the blob keeps it until a oneDNN layer writes it again.
+  const std::uint64_t writes = conv2.write_count();
+  net->blob_by_name("conv2")->cpu_data();
+  EXPECT_EQ(OnednnLayoutOf(conv2), nullptr);
+  EXPECT_EQ(conv2.write_count(), writes);
+
+  SetOnednnKeepsBlockedLayouts(false);
+  const auto plain = MakeNet(Cifar10Quick());
+  FillGaussian(plain->blob_by_name("data").get(), rng);
+  Pass(*plain, false, &loss);
+  EXPECT_EQ(BlockedBlobs(*plain), 0);
+}
+
+TEST_F(OnednnLayoutsTest, SharedTestActivationsStayInCaffeLayout) {
+  // A TEST net's activations that are not alive at once share buffers through views, which
+  // hold no layout: the oneDNN layers write them in Caffe's layout.
+  NetParameter param = ParseText<NetParameter>(Cifar10Quick());
+  param.mutable_state()->set_phase(TEST);
+  Net<float> plain(param), blocked(param);
+  Rng rng(13);
+  FillGaussian(plain.blob_by_name("data").get(), rng);
+  blocked.blob_by_name("data")->CopyFrom(*plain.blob_by_name("data"));
+  for (std::size_t p = 0; p < plain.learnable_params().size(); ++p) {
+    blocked.learnable_params()[p]->CopyFrom(*plain.learnable_params()[p]);
+  }
+  SetOnednnKeepsBlockedLayouts(false);
+  plain.Forward();
+  SetOnednnKeepsBlockedLayouts(true);
+  blocked.Forward();
+  const Blob<float>& want = *plain.blob_by_name("ip2");
+  ExpectClose(blocked.blob_by_name("ip2")->cpu_data(), want.cpu_data(), want.count(), 1e-5, "ip2");
+}
+
+TEST_F(OnednnLayoutsTest, CaffeLayerReadsCaffeLayout) {
+  // conv1's output in oneDNN's layout, read by a CAFFE-engine layer (Power has no other
+  // engine), then checked against the output read directly.
+  const std::string text =
+      Input(3, 8) + Conv("conv1", "data", 16, 3, 1) +
+      Layer("power", "Power", "conv1", "power", "power_param { scale: 2 shift: 1 }");
+  auto net = MakeNet(text);
+  Rng rng(5);
+  FillGaussian(net->blob_by_name("data").get(), rng);
+  net->ForwardFromTo(0, 1);
+  const Blob<float>& conv = *net->blob_by_name("conv1");
+  ASSERT_NE(OnednnLayoutOf(*conv.data()), nullptr);
+  net->ForwardFromTo(2, 2);
+  const Blob<float>& power = *net->blob_by_name("power");
+  // The Power layer's read turned conv1's blob to Caffe's layout: the blob, as Caffe lays it
+  // out, is what Power saw.
+  EXPECT_EQ(OnednnLayoutOf(*conv.data()), nullptr);
+  std::vector<float> want(conv.count());
+  for (int i = 0; i < conv.count(); ++i) want[i] = 2 * conv.cpu_data()[i] + 1;
+  ExpectClose(power.cpu_data(), want.data(), conv.count(), 1e-6, "power");
+
+  // The same convolution computed by the CAFFE engine, in Caffe's layout.
+  NetParameter param = ParseText<NetParameter>(text);
+  param.mutable_layer(1)->mutable_convolution_param()->set_engine(ConvolutionParameter::CAFFE);
+  param.mutable_state()->set_phase(TRAIN);
+  Net<float> caffe(param);
+  caffe.blob_by_name("data")->CopyFrom(*net->blob_by_name("data"));
+  for (std::size_t p = 0; p < caffe.learnable_params().size(); ++p) {
+    caffe.learnable_params()[p]->CopyFrom(*net->learnable_params()[p]);
+  }
+  caffe.Forward();
+  ExpectClose(conv.cpu_data(), caffe.blob_by_name("conv1")->cpu_data(), conv.count(), 1e-5,
+              "conv1");
+}
+
+}  // namespace
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_ONEDNN
