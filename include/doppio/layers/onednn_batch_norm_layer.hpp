@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "doppio/device/onednn.hpp"
 #include "doppio/layers/batch_norm_layer.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
+#include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
 
