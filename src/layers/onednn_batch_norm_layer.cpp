@@ -111,6 +111,7 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
   src_ = dnnl::memory(data, engine_, DNNL_MEMORY_NONE);
   kept_src_ = dnnl::memory(layout, engine_);
   keep_src_ = dnnl::reorder(src_, kept_src_);
+  copy_src_ = dnnl::reorder(kept_src_, kept_src_);
   fused_dst_.Init(engine_, data, layout);
   fused_diff_dst_.Init(engine_, data, layout);
   fused_diff_src_.Init(engine_, data, layout);
@@ -184,11 +185,20 @@ void OnednnBatchNormLayer::ForwardFused(const BlobVec& bottom, const BlobVec& to
   UseOnednnThreads();
   OnednnPlaceInWorkspace(fused_dst_);
   OnednnCall(this->Describe(), "batch normalization forward with scale and shift", [&] {
-    src_.set_data_handle(const_cast<float*>(bottom[0]->cpu_data()));
-    keep_src_.execute(stream_, src_, kept_src_);
+    // A convolution before it leaves its output in this layout: copied as it is, not
+    // converted to Caffe's and back.
+    SyncedMemory& input = *bottom[0]->data();
+    const OnednnLayout* held = OnednnLayoutOf(input);
+    if (held != nullptr && held->desc() == kept_src_.get_desc()) {
+      dnnl::memory arrived(held->desc(), engine_, const_cast<void*>(input.raw_cpu_data()));
+      copy_src_.execute(stream_, arrived, kept_src_);
+    } else {
+      src_.set_data_handle(const_cast<void*>(input.cpu_data()));
+      keep_src_.execute(stream_, src_, kept_src_);
+    }
     scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));
     Args args{{DNNL_ARG_SRC, kept_src_},
-              {DNNL_ARG_DST, fused_dst_.Write(top[0]->mutable_cpu_data())},
+              {DNNL_ARG_DST, fused_dst_.Write(*top[0]->data())},
               {DNNL_ARG_MEAN, mean_memory_},
               {DNNL_ARG_VARIANCE, variance_memory_},
               {DNNL_ARG_SCALE, scale_}};
@@ -211,12 +221,12 @@ void OnednnBatchNormLayer::BackwardFused(const BlobVec& top, const BlobVec& bott
   OnednnCall(this->Describe(), "batch normalization backward with scale and shift", [&] {
     scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));
     Args args{{DNNL_ARG_SRC, kept_src_},
-              {DNNL_ARG_DIFF_DST, fused_diff_dst_.Read(stream_, top[0]->cpu_diff())},
+              {DNNL_ARG_DIFF_DST, fused_diff_dst_.Read(stream_, *top[0]->diff())},
               {DNNL_ARG_MEAN, mean_memory_},
               {DNNL_ARG_VARIANCE, variance_memory_},
               {DNNL_ARG_SCALE, scale_},
               {DNNL_ARG_DIFF_SCALE, diff_scale_},
-              {DNNL_ARG_DIFF_SRC, fused_diff_src_.Write(bottom[0]->mutable_cpu_diff())}};
+              {DNNL_ARG_DIFF_SRC, fused_diff_src_.Write(*bottom[0]->diff())}};
     if (params.size() > 1) {
       shift_.set_data_handle(const_cast<float*>(params[1]->cpu_data()));
       args[DNNL_ARG_SHIFT] = shift_;

@@ -64,7 +64,8 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   Layer<float>* scale_layer_ = nullptr;
   bool fused_relu_ = false;
   dnnl::memory shift_, diff_shift_, workspace_, kept_src_;
-  dnnl::reorder keep_src_;
+  // keep_src_ keeps an input in Caffe's layout, copy_src_ one that arrives in the primitive's.
+  dnnl::reorder keep_src_, copy_src_;
   OnednnTensor fused_dst_, fused_diff_dst_, fused_diff_src_;
 };
 
