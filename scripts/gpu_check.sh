@@ -23,7 +23,8 @@
 # budget: a step that would not fit is left for the next call. OUTDIR gets summary.md,
 # target_inventory.txt, bench.json and logs.tar.gz (every step's log). Exit code: 0 when
 # every step ran and passed, 3 when steps are left for another call, 1 when a step failed.
-# Extra cmake arguments: DOPPIO_GPU_CHECK_CMAKE_ARGS.
+# Extra cmake arguments: DOPPIO_GPU_CHECK_CMAKE_ARGS. DOPPIO_GPU_CHECK_RACECHECK_SHARDS (default
+# "0 1 2 3") orders racecheck's shards, so that a short lease starts with those not yet proven.
 set -uo pipefail
 set -m
 cd "$(dirname "$0")/.."
@@ -136,7 +137,7 @@ nvidia-smi -L >/dev/null 2>&1 && has_gpu=1
   fi
   echo "- CUDA: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo 'no nvcc')"
 } >"$state/machine.txt"
-sonames="$(ldconfig -p | awk 'NR > 1 {print $1}' | sort -u)"
+sonames="$(ldconfig -p | awk '/=>/ {print $1}' | sort -u)"
 {
   sed 's/^/soname /' <<<"$sonames"
   grep -v '^#' scripts/device_groups.txt | cut -d'|' -f3 | while read -r header; do
@@ -248,7 +249,9 @@ sanitize() {  # tool shard
 }
 if ((built == 0 && has_gpu)) && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
-    for shard in 0 1 2 3; do
+    shards="0 1 2 3"
+    [ "$tool" = racecheck ] && shards="${DOPPIO_GPU_CHECK_RACECHECK_SHARDS:-$shards}"
+    for shard in $shards; do
       step "$tool-$shard" "$( [ "$tool" = memcheck ] && echo 30 || echo 200)" sanitize "$tool" "$shard"
     done
   done
