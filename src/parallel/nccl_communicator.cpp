@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -154,6 +155,8 @@ void NcclCommunicator::Impl::Fail(const std::string& message) {
   // Stops the NCCL kernels that wait for peers, so that the device is released.
   ncclCommAbort(comm);
   base->Abort(static_cast<int>(ExitCode::kLostRank));
+  // GCC does not carry [[noreturn]] through a virtual call.
+  std::abort();
 }
 
 void NcclCommunicator::Impl::Watch() {
@@ -358,7 +361,11 @@ void NcclCommunicator::JoinDeviceWork() {
 
 void NcclCommunicator::set_timeout(double seconds) { base_->set_timeout(seconds); }
 
-void NcclCommunicator::Abort(int exit_code) { base_->Abort(exit_code); }
+void NcclCommunicator::Abort(int exit_code) {
+  base_->Abort(exit_code);
+  // GCC does not carry [[noreturn]] through a virtual call.
+  std::abort();
+}
 
 }  // namespace doppio
 

@@ -21,7 +21,7 @@ class RankLogSink : public google::LogSink {
             const google::LogMessageTime& time, const char* message,
             std::size_t message_len) override {
     // glog's own prefix, with the rank where glog puts the thread id.
-    char year[8] = "";
+    char year[12] = "";
     if (FLAGS_log_year_in_prefix) std::snprintf(year, sizeof(year), "%04d", time.year() + 1900);
     char prefix[160];
     const int length = std::snprintf(
