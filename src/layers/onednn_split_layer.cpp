@@ -22,7 +22,10 @@ void OnednnSplitLayer::Prepare(const dnnl::memory::desc& desc, std::size_t tops)
   const std::vector<float> scales(tops, 1.f);
   const std::vector<dnnl::memory::desc> descs(tops, desc);
   sum_ = dnnl::sum(dnnl::sum::primitive_desc(desc, scales, descs, engine_));
-  top_diffs_.assign(tops, dnnl::memory(desc, engine_, DNNL_MEMORY_NONE));
+  // One memory object each: copies of a dnnl::memory share one handle.
+  top_diffs_.clear();
+  for (std::size_t i = 0; i < tops; ++i)
+    top_diffs_.push_back(dnnl::memory(desc, engine_, DNNL_MEMORY_NONE));
   bottom_diff_.Init(engine_, OnednnPlainDesc(desc.dims()), desc);
   prepared_desc_ = desc;
   prepared_tops_ = tops;
