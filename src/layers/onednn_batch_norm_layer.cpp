@@ -21,6 +21,13 @@ void OnednnBatchNormLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   BatchNormLayer<float>::Reshape(bottom, top);
   if (bottom[0]->shape() == prepared_shape_ || bottom[0]->count() == 0) return;
   UseOnednnThreads();
+  // A 4-d bottom keeps its (N, C, H, W): a convolution's output arrives blocked with those
+  // dims, and only a layout of the same dims is read (and handed on) as it is. Caffe
+  // normalises axis 1 over every other axis, so (N, C, the rest, 1) covers any other shape.
+  data_dims_ = bottom[0]->num_axes() == 4
+                   ? dnnl::memory::dims{bottom[0]->shape(0), bottom[0]->shape(1),
+                                        bottom[0]->shape(2), bottom[0]->shape(3)}
+                   : dnnl::memory::dims{num_, channels_, spatial_dim_, 1};
   OnednnCall(this->Describe(), "batch normalization", [&] { Prepare(); });
   prepared_shape_ = bottom[0]->shape();
 }
@@ -34,8 +41,7 @@ void OnednnBatchNormLayer::FuseScale(Layer<float>* scale, bool relu) {
 }
 
 void OnednnBatchNormLayer::Prepare() {
-  // Caffe normalises axis 1 over every other axis: (N, C, the rest, 1) covers any shape.
-  const auto data = OnednnPlainDesc({num_, channels_, spatial_dim_, 1});
+  const auto data = OnednnPlainDesc(data_dims_);
   const auto stats = OnednnPlainDesc({channels_});
   if (fused()) {
     PrepareFused(data, stats);

@@ -2,6 +2,8 @@
 
 #ifdef DOPPIO_WITH_ONEDNN
 
+#include "doppio/util/math_functions.hpp"
+
 namespace doppio {
 
 void OnednnCachedParam::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
@@ -28,17 +30,31 @@ const dnnl::memory& OnednnCachedParam::Get(dnnl::stream& stream, const Blob<floa
 void OnednnParamGradient::Init(const dnnl::engine& engine, const dnnl::memory::desc& primitive,
                                const dnnl::memory::desc& user) {
   scratch_ = dnnl::memory(primitive, engine, DNNL_MEMORY_NONE);
-  user_ = dnnl::memory(user, engine, DNNL_MEMORY_NONE);
-  dnnl::post_ops sum;
-  sum.append_sum(1.f);
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(sum);
-  accumulate_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine, primitive, engine, user, attr));
+  count_ = user.get_size() / sizeof(float);
+  if (primitive == user) {
+    plain_ = dnnl::memory();
+    return;
+  }
+  plain_ = dnnl::memory(user, engine, DNNL_MEMORY_NONE);
+  to_plain_ = dnnl::reorder(scratch_, plain_);
+}
+
+void OnednnParamGradient::Place(void* at) {
+  if (!scratch_) return;
+  scratch_.set_data_handle(at);
+  if (plain_) {
+    plain_.set_data_handle(static_cast<char*>(at) + OnednnAligned(scratch_.get_desc().get_size()));
+  }
 }
 
 void OnednnParamGradient::AddTo(dnnl::stream& stream, float* diff) {
-  user_.set_data_handle(diff);
-  accumulate_.execute(stream, scratch_, user_);
+  const dnnl::memory* sum = &scratch_;
+  if (plain_) {
+    to_plain_.execute(stream, scratch_, plain_);
+    stream.wait();
+    sum = &plain_;
+  }
+  cpu_axpy(static_cast<int>(count_), 1.f, static_cast<const float*>(sum->get_data_handle()), diff);
 }
 
 }  // namespace doppio

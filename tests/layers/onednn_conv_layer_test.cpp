@@ -9,6 +9,7 @@
 
 #include "doppio/core/net.hpp"
 #include "doppio/device/onednn.hpp"
+#include "doppio/layers/onednn_conv_layer.hpp"
 #include "engine_comparison.hpp"
 #include "gradient_checker.hpp"
 #include "test_util.hpp"
@@ -89,6 +90,62 @@ TEST(OnednnConvolutionTest, GradientGroupedStridedDilated) {
       Mode::CPU);
   GradientChecker<float> checker(1e-2, 1e-2);
   checker.CheckGradientExhaustive(layer.get(), {&bottom}, {&top});
+}
+
+// Whether this machine's oneDNN has a Winograd kernel for a 3x3, pad-1 convolution of
+// `channels` to `channels` over {2, channels, 14, 14}.
+bool OnednnHasWinograd(int channels) {
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const auto any = [](const dnnl::memory::dims& dims) {
+    return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+  };
+  try {
+    const dnnl::convolution_forward::primitive_desc pd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_winograd,
+                                        any({2, channels, 14, 14}), any({channels, channels, 3, 3}),
+                                        any({2, channels, 14, 14}), {1, 1}, {1, 1}, {1, 1}),
+        engine);
+    return std::string(pd.impl_info_str()).find("wino") != std::string::npos;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+TEST(OnednnConvolutionTest, ResNet50Winograd3x3) {
+  // ResNet-50's 3x3 convolutions (channels scaled down): Winograd where oneDNN has a kernel,
+  // which rounds differently from the direct algorithm: 1e-3 relative.
+  EngineComparison c{Conv("num_output: 32 kernel_size: 3 pad: 1 bias_term: false"),
+                     {{2, 32, 14, 14}}};
+  c.tolerance = 1e-3;
+  CompareEngines(c);
+  c.text = Conv("num_output: 16 kernel_size: 3 pad: 1");
+  c.bottoms = {{3, 16, 7, 7}};
+  CompareEngines(c);
+}
+
+TEST(OnednnConvolutionTest, WinogradWhereOnednnHasItUnlessTurnedOff) {
+  const bool available = OnednnHasWinograd(32);
+  for (const bool allowed : {true, false}) {
+    SetOnednnConvolutionWinograd(allowed);
+    auto layer = LayerRegistry<float>::CreateLayer(
+        EngineParam(Conv("num_output: 32 kernel_size: 3 pad: 1"), "ONEDNN"), Mode::CPU);
+    Blob<float> bottom({2, 32, 14, 14}), top;
+    layer->SetUp({&bottom}, {&top});
+    const auto* conv = dynamic_cast<const OnednnConvolutionLayer*>(layer.get());
+    ASSERT_NE(conv, nullptr);
+    EXPECT_EQ(conv->winograd(), allowed && available) << "allowed " << allowed;
+  }
+  SetOnednnConvolutionWinograd(true);
+  // Strided, grouped or 1x1: always the direct algorithm.
+  for (const std::string& fields :
+       {"num_output: 32 kernel_size: 3 pad: 1 stride: 2", "num_output: 32 kernel_size: 3 group: 2",
+        "num_output: 32 kernel_size: 1"}) {
+    auto layer = LayerRegistry<float>::CreateLayer(EngineParam(Conv(fields), "ONEDNN"), Mode::CPU);
+    Blob<float> bottom({2, 32, 14, 14}), top;
+    layer->SetUp({&bottom}, {&top});
+    EXPECT_FALSE(dynamic_cast<const OnednnConvolutionLayer&>(*layer).winograd()) << fields;
+  }
 }
 
 TEST(OnednnConvolutionTest, DoubleIsRefusedByName) {

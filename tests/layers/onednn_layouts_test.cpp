@@ -223,6 +223,54 @@ TEST_F(OnednnLayoutsTest, InceptionBlockKeepsResults) { ExpectSameResults(Incept
 
 TEST_F(OnednnLayoutsTest, ResNetBlockKeepsResults) { ExpectSameResults(ResNetBlock(), "a_2c"); }
 
+TEST_F(OnednnLayoutsTest, BatchNormKeepsTheConvolutionsLayout) {
+  const auto net = MakeNet(ResNetBlock());
+  Rng rng(4);
+  FillGaussian(net->blob_by_name("data").get(), rng);
+  float loss = 0;
+  Pass(*net, true, &loss);
+  // A 4-d BatchNorm + Scale reads its convolution's output in the layout (and dims) the
+  // convolution left, and leaves its own output so for the next convolution: a (N, C, H*W, 1)
+  // layout would have been converted to Caffe's and back around it.
+  for (const char* name : {"a_2c", "a_branch1", "b_2c"}) {
+    const Blob<float>& blob = *net->blob_by_name(name);
+    const OnednnLayout* held = OnednnLayoutOf(*blob.data());
+    ASSERT_NE(held, nullptr) << name;
+    const dnnl::memory::dims dims = held->desc().dims();
+    EXPECT_EQ(std::vector<int>(dims.begin(), dims.end()), blob.shape()) << name;
+  }
+}
+
+// One convolution's output read by two: the Split between them sums their diffs, both in the
+// convolutions' blocked layout, in that layout.
+std::string Fork() {
+  return Input(16, 8) + Conv("c", "data", 16, 3, 1) + Conv("l", "c", 16, 1) +
+         Conv("r", "c", 16, 3, 1) +
+         "layer { name: 'sum' type: 'Eltwise' bottom: 'l' bottom: 'r' top: 'sum' }\n" +
+         Pool("pool", "sum", "AVE", 4, 4) + Head("pool", 0);
+}
+
+TEST_F(OnednnLayoutsTest, ForkKeepsResults) { ExpectSameResults(Fork(), "sum"); }
+
+TEST_F(OnednnLayoutsTest, SplitSumsBlockedDiffsInTheirLayout) {
+  const auto net = MakeNet(Fork());
+  Rng rng(6);
+  FillGaussian(net->blob_by_name("data").get(), rng);
+  float loss = 0;
+  Pass(*net, true, &loss);
+  // Convolution c only reads its top diff, which the Split wrote.
+  EXPECT_NE(OnednnLayoutOf(*net->blob_by_name("c")->diff()), nullptr);
+  // With blocked layouts off, the Split sums in Caffe's layout (the CAFFE kernel): the same.
+  const auto plain = MakeNet(Fork());
+  plain->blob_by_name("data")->CopyFrom(*net->blob_by_name("data"));
+  for (std::size_t p = 0; p < net->learnable_params().size(); ++p) {
+    plain->learnable_params()[p]->CopyFrom(*net->learnable_params()[p]);
+  }
+  Pass(*plain, false, &loss);
+  const Blob<float>& want = *plain->blob_by_name("c");
+  ExpectClose(net->blob_by_name("c")->cpu_diff(), want.cpu_diff(), want.count(), 1e-5, "c diff");
+}
+
 TEST_F(OnednnLayoutsTest, BlockedLayoutsStayBetweenOnednnLayers) {
   const auto net = MakeNet(Cifar10Quick());
   Rng rng(3);

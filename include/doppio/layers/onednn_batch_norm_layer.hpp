@@ -51,6 +51,7 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   std::vector<int> prepared_shape_;
+  dnnl::memory::dims data_dims_;
   dnnl::batch_normalization_forward forward_;
   dnnl::batch_normalization_backward backward_;
   dnnl::memory src_, dst_, diff_dst_, diff_src_;

@@ -11,6 +11,11 @@
 
 namespace doppio {
 
+// Whether oneDNN convolutions may use Winograd's algorithm where it has a jit kernel for the
+// shape (on by default; read when a layer prepares its primitives). Off, every convolution
+// runs oneDNN's direct algorithm, which the tests compare to the CAFFE engine more tightly.
+void SetOnednnConvolutionWinograd(bool allowed);
+
 // Convolution on oneDNN (engine ONEDNN, float): one primitive per direction for the whole
 // batch and every group, created when the bottom's shape changes (Reshape; the backward ones
 // on the first Backward for a shape). oneDNN picks the activations' and weights' layouts;
@@ -26,6 +31,8 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLU
   static std::string Unsupported(const LayerParameter& param);
 
   bool CanFuseReLU() const override { return top_count_ == 1; }
+  // Whether the primitives run Winograd's algorithm (else the direct one).
+  bool winograd() const { return algorithm_ == dnnl::algorithm::convolution_winograd; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -37,6 +44,7 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLU
     dnnl::memory::dims src, weights, bias, dst, strides, dilates, pad_l, pad_r;
   };
   Shapes ConvShapes() const;
+  dnnl::convolution_forward::primitive_desc ForwardPrimitive(dnnl::algorithm algorithm) const;
   void PrepareForward();
   void PrepareBackward();
   void RecreateForward() override;
@@ -46,6 +54,7 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLU
   std::vector<int> prepared_shape_;
   bool backward_prepared_ = false;
   int top_count_ = 0;
+  dnnl::algorithm algorithm_ = dnnl::algorithm::convolution_direct;
 
   dnnl::convolution_forward::primitive_desc forward_pd_;
   dnnl::convolution_forward forward_;
