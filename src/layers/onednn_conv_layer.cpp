@@ -2,6 +2,8 @@
 
 #ifdef DOPPIO_WITH_ONEDNN
 
+#include <glog/logging.h>
+
 #include <atomic>
 
 #include "doppio/core/layer_registry.hpp"
@@ -111,6 +113,12 @@ void OnednnConvolutionLayer::PrepareForward() {
   }
   if (winograd) {
     algorithm_ = dnnl::algorithm::convolution_winograd;
+    // Its rounding differs from the direct algorithm's: say so once, with how to turn it off.
+    if (!winograd_logged_) {
+      LOG(INFO) << this->Describe()
+                << ": Winograd's algorithm (doppio --onednn_winograd=false: the direct one)";
+      winograd_logged_ = true;
+    }
   } else {
     forward_pd_ = ForwardPrimitive(dnnl::algorithm::convolution_direct);
   }

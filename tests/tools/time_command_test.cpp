@@ -67,6 +67,27 @@ TEST(TimeCommand, EngineFlagPicksTheEngineOfEveryLayerItCanRun) {
   EXPECT_NE(bogus.output.find("--engine=WARP"), std::string::npos) << bogus.output;
 }
 
+#ifdef DOPPIO_WITH_ONEDNN
+TEST(TimeCommand, OnednnWinogradFlagTurnsWinogradOff) {
+  TempDir dir;
+  const std::string path = WriteFile(
+      dir, "conv3x3.prototxt",
+      "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 2 dim: 16 dim: 14 "
+      "dim: 14 } } }\n"
+      "layer { name: 'conv' type: 'Convolution' bottom: 'x' top: 'y' convolution_param { "
+      "num_output: 16 kernel_size: 3 pad: 1 } }\n");
+  const cli_test::Result on = RunFromSourceRoot("time --iterations=1 --model=" + path);
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  if (on.output.find("Winograd's algorithm") == std::string::npos) {
+    GTEST_SKIP() << "oneDNN has no Winograd kernel for this shape on this CPU";
+  }
+  const cli_test::Result off =
+      RunFromSourceRoot("time --iterations=1 --onednn_winograd=false --model=" + path);
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_EQ(off.output.find("Winograd"), std::string::npos) << off.output;
+}
+#endif
+
 TEST(TimeCommand, ExplicitOnednnWhereItCannotRunNamesTheLayer) {
   TempDir dir;
   const std::string path = WriteFile(

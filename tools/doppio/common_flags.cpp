@@ -7,6 +7,9 @@
 #include <utility>
 
 #include "doppio/device/gpu_context.hpp"
+#ifdef DOPPIO_WITH_ONEDNN
+#include "doppio/layers/onednn_conv_layer.hpp"
+#endif
 #include "doppio/parallel/gpu_selection.hpp"
 
 DEFINE_string(model, "", "The model definition (net prototxt).");
@@ -30,6 +33,10 @@ DEFINE_string(cudnn_algo, "heuristic",
               "or 'measure' (time each candidate once per input shape).");
 DEFINE_int32(cudnn_workspace_mb, 1024,
              "GPU: the most scratch memory (MB) one cuDNN convolution may use.");
+DEFINE_bool(onednn_winograd, true,
+            "CPU: let oneDNN run 3x3 stride-1 convolutions with Winograd's algorithm where it "
+            "has a fast kernel (1.3-2.7x faster; results within 1e-3 of the direct "
+            "algorithm's instead of 1e-4, as TF32 on the GPU).");
 
 namespace doppio {
 
@@ -57,6 +64,12 @@ Phase PhaseFromFlag(Phase fallback) {
 }
 
 std::vector<std::string> StagesFromFlag() { return SplitCommaList(FLAGS_stage); }
+
+void ApplyCpuEngineFlags() {
+#ifdef DOPPIO_WITH_ONEDNN
+  SetOnednnConvolutionWinograd(FLAGS_onednn_winograd);
+#endif
+}
 
 std::vector<int> GpusFromFlag() {
   if (FLAGS_gpu.empty()) return {};

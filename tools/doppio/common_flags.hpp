@@ -20,6 +20,7 @@ DECLARE_bool(tf32_conv);
 DECLARE_bool(tf32_gemm);
 DECLARE_string(cudnn_algo);
 DECLARE_int32(cudnn_workspace_mb);
+DECLARE_bool(onednn_winograd);
 
 namespace doppio {
 
@@ -27,6 +28,9 @@ namespace doppio {
 Phase PhaseFromFlag(Phase fallback);
 // --stage split at commas (empty entries dropped).
 std::vector<std::string> StagesFromFlag();
+// Hands the CPU engine's flags (--onednn_winograd) to the layers; a build without oneDNN
+// ignores them.
+void ApplyCpuEngineFlags();
 // Splits "a,b,c" into its non-empty parts.
 std::vector<std::string> SplitCommaList(const std::string& text);
 // The device ids named by --gpu ("0,1" or "all"); empty for the CPU. Error when --gpu is

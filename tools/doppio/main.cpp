@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "command.hpp"
+#include "common_flags.hpp"
 #include "doppio/core/common.hpp"
 #include "tool_faults.hpp"
 
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) doppio::CommandArguments().push_back(argv[i]);
   doppio::InstallToolFaults();
   try {
+    doppio::ApplyCpuEngineFlags();
     return doppio::CommandTable()[argv[1]].run();
   } catch (const doppio::Error& error) {
     LOG(ERROR) << error.what();

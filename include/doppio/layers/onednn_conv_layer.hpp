@@ -55,6 +55,7 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLU
   bool backward_prepared_ = false;
   int top_count_ = 0;
   dnnl::algorithm algorithm_ = dnnl::algorithm::convolution_direct;
+  bool winograd_logged_ = false;
 
   dnnl::convolution_forward::primitive_desc forward_pd_;
   dnnl::convolution_forward forward_;
