@@ -17,7 +17,7 @@ For every model, host count, link rate, --sync mode and bucket size it
      beside it as the noise;
   3. calibrates the link once per host count and rate: `scripts/cluster.sh run -np N doppio
      scale --calibrate` on the same cluster (alpha, beta, gamma, and what the communication
-     costs the shared cores: --comm_cpu_gbs, --shared_cores);
+     costs the shared cores by the collective's size: --comm_cpu_curve, --shared_cores);
   4. predicts each run: `doppio scale` with the model's per-layer times from `doppio time
      --json`, scaled to the ceiling of step 1 (--compute_ms), and
        - the calibrated link with its CPU cost on the shared cores ("calibrated"),
@@ -262,8 +262,15 @@ def calibrated_flags(calibration, cpu=True):
              f"--bandwidth_gbps={calibration['bandwidth_gbps']}",
              f"--reduce_gbs={calibration['reduce_gbs']}"]
     if cpu:
-        flags += [f"--comm_cpu_gbs={calibration['comm_cpu_gbs']}",
-                  f"--shared_cores={calibration['shared_cores']}"]
+        # The CPU cost by the collective's size where the calibration measured it (since
+        # 2026-11-26 17:30), else the largest allreduce's for every size.
+        curve = calibration.get("comm_cpu_curve")
+        if curve:
+            points = ",".join(f"{int(size)}:{gbs}" for size, gbs in curve)
+            flags.append(f"--comm_cpu_curve={points}")
+        else:
+            flags.append(f"--comm_cpu_gbs={calibration['comm_cpu_gbs']}")
+        flags.append(f"--shared_cores={calibration['shared_cores']}")
     return flags
 
 

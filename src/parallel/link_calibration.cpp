@@ -1,6 +1,7 @@
 #include "doppio/parallel/link_calibration.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "doppio/util/error.hpp"
@@ -8,6 +9,13 @@
 namespace doppio {
 
 namespace {
+
+// The smallest allreduce whose CPU cost is measured: below it the stretch is lost in the
+// spin's noise, and the model takes this size's cost.
+constexpr double kMinCpuCurveBytes = 65536;
+// A spin at least this long, and at least this many seconds of spinning per size.
+constexpr double kMinSpinSeconds = 0.02;
+constexpr double kSpinSecondsAPoint = 1.0;
 
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -126,38 +134,50 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
   }
   link.gamma = std::max(0.0, gamma_den > 0 ? gamma_num / gamma_den : 0.0);
 
-  // The spin's length: about three of the largest allreduces, so that the allreduce ends
-  // while every rank still computes. Every rank spins the same number of rounds.
-  const std::size_t count = gradients.size();
+  // The stretch of a spin by one allreduce of each size from 64 KB up. The spin lasts about
+  // three of those allreduces, so that it ends while every rank still computes; every rank
+  // spins the same number of rounds.
   volatile double sink = 0;
   constexpr long kProbeRounds = 2000000;
   double start = CommClockSeconds();
   sink = sink + Spin(comm, kProbeRounds);
-  const double probe = Slowest(comm, CommClockSeconds() - start);
-  const double target = std::max(0.05, 3 * result.allreduce.back().seconds);
-  const long rounds = static_cast<long>(kProbeRounds * target / std::max(probe, 1e-6));
-  std::vector<double> alone, stretch;
-  for (int run = -1; run < repeats; ++run) {
-    comm->Barrier("calibration: start");
-    start = CommClockSeconds();
-    sink = sink + Spin(comm, rounds);
-    const double spin = Slowest(comm, CommClockSeconds() - start);
-    comm->Barrier("calibration: start");
-    start = CommClockSeconds();
-    CommHandle handle = comm->IAllreduce(gradients.data(), count, CommType::kFloat, ReduceOp::kSum,
-                                         MemoryKind::kHost, "calibration: allreduce under a spin");
-    sink = sink + Spin(comm, rounds);
-    const double spun = Slowest(comm, CommClockSeconds() - start);
-    handle->Wait();
-    if (run >= 0) {
-      alone.push_back(spin);
-      stretch.push_back(spun - spin);
+  const double probe = std::max(Slowest(comm, CommClockSeconds() - start), 1e-6);
+  for (const CalibrationPoint& point : result.allreduce) {
+    if (point.bytes < kMinCpuCurveBytes && point.bytes < result.allreduce.back().bytes) continue;
+    const std::size_t count = static_cast<std::size_t>(point.bytes / sizeof(float));
+    const double target = std::max(kMinSpinSeconds, 3 * point.seconds);
+    const long rounds = static_cast<long>(kProbeRounds * target / probe);
+    // Small sizes stretch the spin by little: more alternations keep the median steady.
+    const int runs =
+        std::max(repeats, static_cast<int>(std::ceil(kSpinSecondsAPoint / target / 2)));
+    std::vector<double> alone, stretch;
+    for (int run = -1; run < runs; ++run) {
+      comm->Barrier("calibration: start");
+      start = CommClockSeconds();
+      sink = sink + Spin(comm, rounds);
+      const double spin = Slowest(comm, CommClockSeconds() - start);
+      comm->Barrier("calibration: start");
+      start = CommClockSeconds();
+      CommHandle handle =
+          comm->IAllreduce(gradients.data(), count, CommType::kFloat, ReduceOp::kSum,
+                           MemoryKind::kHost, "calibration: allreduce under a spin");
+      sink = sink + Spin(comm, rounds);
+      const double spun = Slowest(comm, CommClockSeconds() - start);
+      handle->Wait();
+      if (run >= 0) {
+        alone.push_back(spin);
+        stretch.push_back(spun - spin);
+      }
     }
+    SpinPoint spin;
+    spin.bytes = point.bytes;
+    spin.spin_seconds = Median(alone);
+    spin.stretch_seconds = std::max(0.0, Median(stretch));
+    spin.bytes_sent = CollectiveBytesSent(CollectiveKind::kAllreduce, point.bytes, result.ranks);
+    result.spins.push_back(spin);
+    link.cpu_curve.push_back({spin.bytes, spin.stretch_seconds * shared_cores / spin.bytes_sent});
   }
-  result.spin_seconds = Median(alone);
-  result.stretch_seconds = std::max(0.0, Median(stretch));
-  result.stretch_bytes = CollectiveBytesSent(CollectiveKind::kAllreduce, count * 4.0, result.ranks);
-  link.cpu = result.stretch_seconds * shared_cores / result.stretch_bytes;
+  link.cpu = link.cpu_curve.back().cpu;
   link.shared_cores = shared_cores;
   result.link = link;
   for (auto& point : result.ping_pong) point.predicted = link.alpha + point.bytes * link.beta;

@@ -118,6 +118,19 @@ double CollectiveBytesSent(CollectiveKind kind, double bytes, int ranks) {
   return kind == CollectiveKind::kAllreduce ? 2 * others * bytes : others * bytes;
 }
 
+double CpuCostPerByte(const LinkCost& link, double bytes) {
+  const std::vector<CpuCostPoint>& curve = link.cpu_curve;
+  if (curve.empty()) return link.cpu;
+  if (bytes <= curve.front().bytes) return curve.front().cpu;
+  if (bytes >= curve.back().bytes) return curve.back().cpu;
+  std::size_t upper = 1;
+  while (curve[upper].bytes < bytes) ++upper;
+  const CpuCostPoint& lo = curve[upper - 1];
+  const CpuCostPoint& hi = curve[upper];
+  const double t = std::log(bytes / lo.bytes) / std::log(hi.bytes / lo.bytes);
+  return lo.cpu + t * (hi.cpu - lo.cpu);
+}
+
 double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
                          const LinkCost& link) {
   DOPPIO_ENSURE(ranks >= 1) << "ranks must be at least 1, not " << ranks;
@@ -179,9 +192,8 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
   prediction.iteration = prediction.compute;
   if (ranks == 1 || profile.buckets.empty()) return prediction;
 
-  double bytes_sent = 0;
   const auto cost = [&](CollectiveKind kind, double bytes) {
-    bytes_sent += CollectiveBytesSent(kind, bytes, ranks);
+    prediction.comm_cpu += CollectiveBytesSent(kind, bytes, ranks) * CpuCostPerByte(link, bytes);
     return CollectiveSeconds(library, kind, bytes, ranks, link);
   };
   if (mode == SyncMode::kBlocking) {
@@ -210,7 +222,6 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
       prediction.iteration += broadcast;
     }
   }
-  prediction.comm_cpu = bytes_sent * link.cpu;
   if (link.shared_cores > 0) {
     const double cores = link.shared_cores;
     const double busy = std::min<double>(ranks, cores) * prediction.compute + prediction.comm_cpu;

@@ -65,6 +65,21 @@ def test_verdict(sv):
     check(lines[2].endswith(": 3; predicted in the same order: 2"), lines[2])
 
 
+def test_calibrated_flags(sv):
+    calibration = dict(latency_us=30.0, bandwidth_gbps=5.0, reduce_gbs=0, comm_cpu_gbs=1.5,
+                       shared_cores=2)
+    wire = ["--latency_us=30.0", "--bandwidth_gbps=5.0", "--reduce_gbs=0"]
+    check(sv.calibrated_flags(calibration, cpu=False) == wire, "wire only")
+    # A calibration without the curve: the largest allreduce's rate at every size.
+    check(sv.calibrated_flags(calibration) == wire + ["--comm_cpu_gbs=1.5", "--shared_cores=2"],
+          "single rate")
+    # With it, the curve instead, sizes as whole bytes.
+    calibration["comm_cpu_curve"] = [[65536, 0.1], [16777216.0, 1.5]]
+    check(sv.calibrated_flags(calibration) ==
+          wire + ["--comm_cpu_curve=65536:0.1,16777216:1.5", "--shared_cores=2"],
+          f"curve: {sv.calibrated_flags(calibration)}")
+
+
 def test_lockstep(source):
     """cluster_scaling's iteration lengths, the lockstep ceiling's input, from a timeline."""
     import cluster_scaling
@@ -147,6 +162,7 @@ def main():
     test_summary(sv)
     test_distinct(sv)
     test_verdict(sv)
+    test_calibrated_flags(sv)
     test_lockstep(args.source)
     test_table_only(os.path.join(args.source, "bench", "scale_validation.py"), args.source,
                     args.build)

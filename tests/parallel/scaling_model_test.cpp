@@ -193,6 +193,60 @@ TEST(ScalingModel, SharedCoresCannotHideCpuBoundCommunication) {
       0.095, 1e-12);
 }
 
+TEST(ScalingModel, CpuCostFollowsTheCollectivesSize) {
+  LinkCost link;
+  link.cpu = 3e-9;
+  // Without a curve every size costs link.cpu.
+  EXPECT_EQ(CpuCostPerByte(link, 1e3), 3e-9);
+  EXPECT_EQ(CpuCostPerByte(link, 1e9), 3e-9);
+  // 4 core-ns a byte at 1 MB, 1 at 16 MB: 4 MB is halfway in log(bytes), 2.5; beyond the
+  // ends the nearest point's (the curve replaces link.cpu).
+  link.cpu_curve = {{1e6, 4e-9}, {16e6, 1e-9}};
+  EXPECT_NEAR(CpuCostPerByte(link, 4e6), 2.5e-9, 1e-21);
+  EXPECT_NEAR(CpuCostPerByte(link, 2e6), 4e-9 - 0.25 * 3e-9, 1e-21);
+  EXPECT_EQ(CpuCostPerByte(link, 1e6), 4e-9);
+  EXPECT_EQ(CpuCostPerByte(link, 5e5), 4e-9);
+  EXPECT_EQ(CpuCostPerByte(link, 16e6), 1e-9);
+  EXPECT_EQ(CpuCostPerByte(link, 32e6), 1e-9);
+  // A third point: 64 MB at 0.5, 32 MB halfway between 16 and 64 MB.
+  link.cpu_curve.push_back({64e6, 0.5e-9});
+  EXPECT_NEAR(CpuCostPerByte(link, 32e6), 0.75e-9, 1e-21);
+}
+
+TEST(ScalingModel, SmallBucketsCostTheSharedCoresMorePerByte) {
+  // A 1 MB bucket released at 40 ms and a 16 MB one at 60 ms, hidden on the wire (done at
+  // 41 and 76 ms); 2 ranks on 2 shared cores at 10 core-ns a byte for 1 MB collectives and
+  // 1 for 16 MB ones (17 MB, the weights' broadcast, beyond the curve: 1).
+  const IterationProfile profile = ThreeLayers({{1, 2}, {16, 1}});
+  LinkCost link = Link(0, 1e-9, 0);
+  link.shared_cores = 2;
+  link.cpu_curve = {{1e6, 10e-9}, {16e6, 1e-9}};
+  // overlap: the ring sends 2 x 1 MB at 10 and 2 x 16 MB at 1: 20 + 32 = 52 core-ms beside
+  // 2 x 95 of compute: (190 + 52) / 2 = 121 ms.
+  const IterationPrediction overlap =
+      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link);
+  EXPECT_NEAR(overlap.comm_cpu, 0.052, 1e-12);
+  EXPECT_NEAR(overlap.iteration, 0.121, 1e-12);
+  // reduce_bcast: the reduces send 1 MB at 10 and 16 MB at 1, the broadcast 17 MB at 1: 10 +
+  // 16 + 17 = 43 core-ms: (190 + 43) / 2 = 116.5 ms (the wire: 95 + 17 = 112).
+  const IterationPrediction reduce_bcast =
+      PredictIteration(profile, SyncMode::kReduceBroadcast, 2, CollectiveLibrary::kNccl, link);
+  EXPECT_NEAR(reduce_bcast.comm_cpu, 0.043, 1e-12);
+  EXPECT_NEAR(reduce_bcast.iteration, 0.1165, 1e-12);
+  // blocking: one allreduce of 17 MB, 2 x 17 at 1: (190 + 34) / 2 = 112; the wire's 90 + 17 +
+  // 5 is the same.
+  EXPECT_NEAR(
+      PredictIteration(profile, SyncMode::kBlocking, 2, CollectiveLibrary::kNccl, link).iteration,
+      0.112, 1e-12);
+  // The largest size's rate for every bucket (the calibration before the curve): 2 x 17 MB at
+  // 1, (190 + 34) / 2 = 112 ms: 9 ms less for the same overlap.
+  link.cpu_curve.clear();
+  link.cpu = 1e-9;
+  EXPECT_NEAR(
+      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link).iteration,
+      0.112, 1e-12);
+}
+
 // x (2 x 10) -> ip1 (100) -> ip2 (50) -> Euclidean loss.
 NetParameter TwoLayerNet() {
   return ParseText<NetParameter>(

@@ -146,6 +146,12 @@ TEST(ScaleCommand, BadInputIsAnErrorNamingTheFlag) {
       {lenet + "--link=1gbit --collectives=gloo", "--collectives must be mpi or nccl"},
       {lenet + "--link=1gbit --comm_cpu_gbs=-1", "--comm_cpu_gbs must not be negative"},
       {lenet + "--link=1gbit --shared_cores=-2", "--shared_cores must not be negative"},
+      {lenet + "--link=1gbit --comm_cpu_curve=65536", "'65536' is not BYTES:GBS"},
+      {lenet + "--link=1gbit --comm_cpu_curve=1e6:x", "'1e6:x' is not BYTES:GBS"},
+      {lenet + "--link=1gbit --comm_cpu_curve=0:1", "bytes must be positive"},
+      {lenet + "--link=1gbit --comm_cpu_curve=4e6:1,1e6:2", "sizes must increase"},
+      {lenet + "--link=1gbit --comm_cpu_curve=1e6:1 --comm_cpu_gbs=1",
+       "give --comm_cpu_gbs or --comm_cpu_curve, not both"},
       {std::string(kLeNet) + "--link=1gbit --time_json=/no/such.json", "/no/such.json"},
       {"scale --calibrate", "mpirun -np 2"},
   };

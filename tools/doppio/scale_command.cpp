@@ -52,6 +52,10 @@ DEFINE_double(comm_cpu_gbs, 0,
               "scale: with --shared_cores, the bytes per second (GB/s) that one core's time "
               "sends between ranks, all copying and summing on both ends included; 0: "
               "communication takes no CPU from the compute.");
+DEFINE_string(comm_cpu_curve, "",
+              "scale: --comm_cpu_gbs by the collective's size, as --calibrate prints it: "
+              "BYTES:GBS pairs, comma-separated, by increasing bytes (between them linear in "
+              "log bytes, beyond them the nearest); instead of --comm_cpu_gbs.");
 DEFINE_int32(shared_cores, 0,
              "scale: the cores all ranks share (ranks on one machine, as scripts/cluster.sh's "
              "hosts), whose time communication takes from the compute; 0: none shared. "
@@ -116,6 +120,28 @@ double RateBits(const std::string& text) {
   return 0;
 }
 
+// --comm_cpu_curve as core-seconds per byte by size; empty without the flag.
+std::vector<CpuCostPoint> CpuCurveFromFlag() {
+  std::vector<CpuCostPoint> curve;
+  for (const std::string& part : SplitCommaList(FLAGS_comm_cpu_curve)) {
+    const std::size_t colon = part.find(':');
+    char* bytes_end = nullptr;
+    char* gbs_end = nullptr;
+    const double bytes = std::strtod(part.substr(0, colon).c_str(), &bytes_end);
+    const std::string gbs_text = colon == std::string::npos ? "" : part.substr(colon + 1);
+    const double gbs = std::strtod(gbs_text.c_str(), &gbs_end);
+    DOPPIO_ENSURE(colon != std::string::npos && colon > 0 && *bytes_end == '\0' &&
+                  !gbs_text.empty() && *gbs_end == '\0')
+        << "--comm_cpu_curve: '" << part << "' is not BYTES:GBS (e.g. 262144:0.3)";
+    DOPPIO_ENSURE(bytes > 0 && gbs >= 0)
+        << "--comm_cpu_curve: '" << part << "': bytes must be positive, GB/s not negative";
+    DOPPIO_ENSURE(curve.empty() || bytes > curve.back().bytes)
+        << "--comm_cpu_curve: sizes must increase, " << bytes << " follows " << curve.back().bytes;
+    curve.push_back({bytes, gbs > 0 ? 1.0 / (gbs * 1e9) : 0.0});
+  }
+  return curve;
+}
+
 LinkCost CostAt(double bits_per_second) {
   LinkCost cost;
   cost.alpha = FLAGS_latency_us * 1e-6;
@@ -123,6 +149,7 @@ LinkCost CostAt(double bits_per_second) {
   cost.gamma = FLAGS_reduce_gbs > 0 ? 1.0 / (FLAGS_reduce_gbs * 1e9) : 0.0;
   cost.cpu = FLAGS_comm_cpu_gbs > 0 ? 1.0 / (FLAGS_comm_cpu_gbs * 1e9) : 0.0;
   cost.shared_cores = FLAGS_shared_cores;
+  cost.cpu_curve = CpuCurveFromFlag();
   return cost;
 }
 
@@ -131,6 +158,8 @@ std::vector<NamedLink> LinksFromFlags() {
   DOPPIO_ENSURE(FLAGS_reduce_gbs >= 0) << "--reduce_gbs must not be negative";
   DOPPIO_ENSURE(FLAGS_comm_cpu_gbs >= 0) << "--comm_cpu_gbs must not be negative";
   DOPPIO_ENSURE(FLAGS_shared_cores >= 0) << "--shared_cores must not be negative";
+  DOPPIO_ENSURE(FLAGS_comm_cpu_gbs == 0 || FLAGS_comm_cpu_curve.empty())
+      << "give --comm_cpu_gbs or --comm_cpu_curve, not both";
   DOPPIO_ENSURE(FLAGS_link.empty() || FLAGS_bandwidth_gbps == 0)
       << "give --link or --bandwidth_gbps, not both";
   std::vector<NamedLink> links;
@@ -328,24 +357,34 @@ int Calibrate() {
       "alpha %.1f us, beta %.4f ns/byte (%.3f Gbit/s), gamma %.4f ns/byte (%.3f GB/s "
       "summed)\n",
       link.alpha * 1e6, link.beta * 1e9, gbps, link.gamma * 1e9, reduce_gbs);
+  std::printf(
+      "an allreduce under a spin on every rank (%d shared cores):\n%14s %14s %14s %14s %14s\n",
+      cores, "bytes", "spin ms", "stretch ms", "bytes sent", "GB/s a core");
+  std::ostringstream curve_flag, curve_json;
+  for (std::size_t i = 0; i < result.spins.size(); ++i) {
+    const SpinPoint& spin = result.spins[i];
+    const double gbs = link.cpu_curve[i].cpu > 0 ? 1.0 / link.cpu_curve[i].cpu / 1e9 : 0;
+    std::printf("%14.0f %14.2f %14.2f %14.0f %14.3f\n", spin.bytes, spin.spin_seconds * 1e3,
+                spin.stretch_seconds * 1e3, spin.bytes_sent, gbs);
+    curve_flag << (i ? "," : "") << static_cast<long long>(spin.bytes) << ":" << gbs;
+    curve_json << (i ? ", " : "") << "[" << static_cast<long long>(spin.bytes) << ", " << gbs
+               << "]";
+  }
   const double cpu_gbs = link.cpu > 0 ? 1.0 / link.cpu / 1e9 : 0;
   std::printf(
-      "the largest allreduce under a spin on every rank: the spin took %.1f ms alone, %.1f ms "
-      "more with it in flight (%.0f bytes sent): %.3f GB/s a core on %d shared cores\n",
-      result.spin_seconds * 1e3, result.stretch_seconds * 1e3, result.stretch_bytes, cpu_gbs,
-      cores);
-  std::printf(
       "for later runs: doppio scale --latency_us=%.1f --bandwidth_gbps=%.4g "
-      "--reduce_gbs=%.4g --comm_cpu_gbs=%.4g --shared_cores=%d\n",
-      link.alpha * 1e6, gbps, reduce_gbs, cpu_gbs, cores);
+      "--reduce_gbs=%.4g --comm_cpu_gbs=%.4g --shared_cores=%d\n"
+      "  or, the CPU cost by size: --comm_cpu_curve=%s instead of --comm_cpu_gbs\n",
+      link.alpha * 1e6, gbps, reduce_gbs, cpu_gbs, cores, curve_flag.str().c_str());
   if (!FLAGS_json.empty()) {
     std::ostringstream out;
     out.precision(9);
     out << "{\"ranks\": " << result.ranks << ", \"latency_us\": " << link.alpha * 1e6
         << ", \"bandwidth_gbps\": " << gbps << ", \"reduce_gbs\": " << reduce_gbs
         << ", \"comm_cpu_gbs\": " << cpu_gbs << ", \"shared_cores\": " << cores
-        << ", \"spin_ms\": " << result.spin_seconds * 1e3
-        << ", \"stretch_ms\": " << result.stretch_seconds * 1e3 << ", \"ping_pong\": [";
+        << ", \"spin_ms\": " << result.spins.back().spin_seconds * 1e3
+        << ", \"stretch_ms\": " << result.spins.back().stretch_seconds * 1e3
+        << ", \"comm_cpu_curve\": [" << curve_json.str() << "], \"ping_pong\": [";
     for (std::size_t i = 0; i < result.ping_pong.size(); ++i) {
       out << (i ? ", " : "") << "[" << result.ping_pong[i].bytes << ", "
           << result.ping_pong[i].seconds << "]";
@@ -402,6 +441,13 @@ int ScaleCommand() {
   std::printf("gradients: %s in %zu buckets (--bucket_mb=%g), --sync=%s, --collectives=%s\n",
               Megabytes(gradient_bytes).c_str(), plan.buckets.size(), FLAGS_bucket_mb,
               SyncModeName(sync), CollectiveLibraryName(library));
+  if (FLAGS_shared_cores > 0 && !FLAGS_comm_cpu_curve.empty()) {
+    std::printf(
+        "the ranks share %d cores: every byte sent costs them one core's time at the rate "
+        "--comm_cpu_curve gives for its collective's size, which backward cannot hide while "
+        "all of them compute\n",
+        FLAGS_shared_cores);
+  }
   if (FLAGS_shared_cores > 0 && FLAGS_comm_cpu_gbs > 0) {
     std::printf(
         "the ranks share %d cores: every byte sent costs them 1 / %g GB/s of one core's "

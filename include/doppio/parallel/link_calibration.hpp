@@ -14,16 +14,21 @@ struct CalibrationPoint {
   double predicted = 0;  // by the fitted LinkCost
 };
 
+// One allreduce of `bytes` in flight while every rank computes (a fixed spin standing in for
+// backward): how much longer the spin took with it than without.
+struct SpinPoint {
+  double bytes = 0;            // the allreduce's buffer
+  double spin_seconds = 0;     // the spin alone, every rank at once (the slowest)
+  double stretch_seconds = 0;  // what the allreduce in flight added to it
+  double bytes_sent = 0;       // the bytes all ranks sent in that allreduce
+};
+
 struct LinkCalibration {
   int ranks = 0;
   LinkCost link;
   std::vector<CalibrationPoint> ping_pong;  // between ranks 0 and 1
   std::vector<CalibrationPoint> allreduce;  // every rank, in place, as GradientSync issues it
-  // The largest allreduce again, while every rank computes (a fixed spin standing in for
-  // backward): how much longer the spin took with it in flight than without.
-  double spin_seconds = 0;     // the spin alone, every rank at once (the slowest)
-  double stretch_seconds = 0;  // what the allreduce in flight added to it
-  double stretch_bytes = 0;    // the bytes all ranks sent in that allreduce
+  std::vector<SpinPoint> spins;             // by increasing size, the largest allreduce last
 };
 
 // Runs on every rank of `comm` (at least 2), collectively. Ping-pong between ranks 0 and 1
@@ -34,11 +39,13 @@ struct LinkCalibration {
 // of the algorithm Open MPI runs, per byte reduced (the least-squares slope, which the
 // largest sizes set).
 // Every point is the median of `repeats` runs (the slowest rank's time).
-// Last, the cost of communication on shared cores: every rank spins for about three times
-// the largest allreduce, alone and with that allreduce in flight (alternately); link.cpu is
-// the median stretch times `shared_cores`, per byte sent by all ranks (the stretch is that
-// work spread over the cores; on ranks with cores of their own it is near 0).
-// link.shared_cores is set to `shared_cores`.
+// Last, the cost of communication on shared cores, as a curve over the allreduce's size
+// (every size of the sweep from 64 KB up): every rank spins for about three times that
+// allreduce (at least 20 ms, and at least a second of spinning a point), alone and with one
+// allreduce of that size in flight (alternately). A point's cost is the median stretch times
+// `shared_cores`, per byte sent by all ranks (the stretch is that work spread over the cores;
+// on ranks with cores of their own it is near 0): link.cpu_curve, and link.cpu the largest
+// size's. link.shared_cores is set to `shared_cores`.
 LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats, int shared_cores);
 
 }  // namespace doppio

@@ -24,13 +24,28 @@ namespace doppio {
 // included), taken from the same `shared_cores` that run the ranks' compute: overlap cannot
 // hide that work when every core is computing. shared_cores = 0: the ranks have cores (or a
 // NIC) of their own for communication, and only the wire counts.
+//
+// Per byte, a small collective costs the cores more than a large one (waking the progress
+// threads, the kernel's per-message work), so the CPU cost may be given as a curve over the
+// collective's size: `cpu_curve`, measured by --calibrate at several sizes. Empty: `cpu` at
+// every size.
+struct CpuCostPoint {
+  double bytes = 0;  // the collective's buffer
+  double cpu = 0;    // core-seconds per byte sent at that size
+};
+
 struct LinkCost {
   double alpha = 0;         // seconds per message
   double beta = 0;          // seconds per byte on the wire
   double gamma = 0;         // seconds per byte reduced
   double cpu = 0;           // core-seconds per byte sent, all ranks' copying and summing
   double shared_cores = 0;  // the cores all ranks share; 0: none shared
+  std::vector<CpuCostPoint> cpu_curve;  // by increasing bytes; empty: `cpu` everywhere
 };
+
+// Core-seconds per byte sent by a collective of `bytes`: link.cpu without a curve; else the
+// curve's value, linear in log(bytes) between its points and the nearest point's beyond them.
+double CpuCostPerByte(const LinkCost& link, double bytes);
 
 // Whose collectives run, which decides the algorithms:
 //   kOpenMpi: MpiCommunicator on Open MPI 4.1's non-blocking collectives (coll/libnbc). An
@@ -105,7 +120,8 @@ struct IterationPrediction {
 // With shared cores (link.shared_cores = P > 0) the iteration also takes at least what the
 // cores must do: the compute of the ranks that run at once, min(N, P) x compute (the
 // compute time is one rank's with all N running, so N > P ranks already share the P cores
-// in it), plus comm_cpu, spread over P cores; the prediction is the longer of the two.
+// in it), plus comm_cpu (each collective's bytes sent at CpuCostPerByte of its size), spread
+// over P cores; the prediction is the longer of the two.
 IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode mode, int ranks,
                                      CollectiveLibrary library, const LinkCost& link);
 
