@@ -11,6 +11,7 @@
 #include <limits>
 #include <string>
 
+#include "doppio/layers/onednn_tensor.hpp"
 #include "doppio/layers/softmax_loss_layer.hpp"
 #include "doppio/util/math_functions.hpp"
 #include "engine_comparison.hpp"
@@ -236,6 +237,26 @@ TEST(OnednnLRNTest, CifarFullWithinChannel3) {
 TEST(OnednnLRNTest, WithinChannel5LargeAlpha) {
   CompareEngines(
       {Lrn("local_size: 5 alpha: 0.8 beta: 0.75 norm_region: WITHIN_CHANNEL"), {{1, 3, 7, 6}}});
+}
+
+TEST(OnednnLRNTest, WithinChannel7WithoutJitKernel) {
+  CompareEngines(
+      {Lrn("local_size: 7 alpha: 0.5 beta: 0.75 norm_region: WITHIN_CHANNEL"), {{1, 3, 9, 8}}});
+}
+
+TEST(OnednnLRNTest, CaffeLayoutInputRunsBlocked) {
+  // Input in Caffe's layout, 32 channels (a blocked layout fits the blob): the layer reorders
+  // it into a layout with jit kernels and leaves its output there; results as CAFFE's.
+  CompareEngines({Lrn("local_size: 5 alpha: 0.0001 beta: 0.75"), {{2, 32, 6, 6}}});
+  Rng rng(23);
+  Blob<float> bottom({2, 32, 6, 6}), top;
+  FillGaussian(&bottom, rng);
+  auto layer = Onednn(Lrn("local_size: 5 alpha: 0.0001 beta: 0.75"));
+  layer->SetUp({&bottom}, {&top});
+  layer->Forward({&bottom}, {&top});
+  const OnednnLayout* held = OnednnLayoutOf(*top.data());
+  ASSERT_NE(held, nullptr);
+  EXPECT_NE(held->desc(), OnednnPlainDesc({2, 32, 6, 6}));
 }
 
 TEST(OnednnLRNTest, GradientAcross) {
