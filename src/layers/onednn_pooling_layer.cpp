@@ -5,16 +5,25 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/util/thread_pool.hpp"
 
 namespace doppio {
 
 namespace {
+// On the pool's threads: serial, this scan took half of pool1's forward at 2 threads
+// (AlexNet batch 8: 0.8 of 1.6 ms).
 bool HasNaN(const float* data, int count) {
-  bool nan = false;
-  for (int i = 0; i < count; ++i) nan |= data[i] != data[i];
-  return nan;
+  constexpr int kGrain = 1 << 16;
+  std::vector<char> nan(ParallelPartsFor(count, kGrain), 0);
+  ParallelFor(count, kGrain, [&](int begin, int end, int part) {
+    bool found = false;
+    for (int i = begin; i < end; ++i) found |= data[i] != data[i];
+    nan[part] = found;
+  });
+  return std::find(nan.begin(), nan.end(), 1) != nan.end();
 }
 }  // namespace
 
