@@ -22,15 +22,6 @@ void OnednnEltwiseLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   backward_desc_ = dnnl::memory::desc();
 }
 
-dnnl::memory::desc OnednnEltwiseLayer::ArrivingDesc(const SyncedMemory& memory) const {
-  // Element-wise: any layout of the same elements serves, whatever its dims.
-  const OnednnLayout* held = OnednnLayoutOf(memory);
-  if (held != nullptr && held->desc().get_size() == sizeof(float) * prepared_count_) {
-    return held->desc();
-  }
-  return OnednnPlainDesc({prepared_count_});
-}
-
 void OnednnEltwiseLayer::PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms) {
   const std::vector<dnnl::memory::desc> descs(bottoms, desc);
   forward_ = dnnl::sum(dnnl::sum::primitive_desc(desc, coeffs_, descs, engine_));
@@ -59,9 +50,10 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
   if (bottom[0]->count() == 0) return;
   UseOnednnThreads();
   // The layout every bottom arrives in, else Caffe's.
-  dnnl::memory::desc desc = ArrivingDesc(*bottom[0]->data());
+  dnnl::memory::desc desc = OnednnElementwiseDesc(*bottom[0]->data(), prepared_count_);
   for (const auto* blob : bottom) {
-    if (ArrivingDesc(*blob->data()) != desc) desc = OnednnPlainDesc({prepared_count_});
+    if (OnednnElementwiseDesc(*blob->data(), prepared_count_) != desc)
+      desc = OnednnPlainDesc({prepared_count_});
   }
   if (desc != forward_desc_) {
     OnednnCall(this->Describe(), "sum", [&] { PrepareForward(desc, bottom.size()); });
@@ -85,7 +77,7 @@ void OnednnEltwiseLayer::Backward_cpu(const BlobVec& top, const std::vector<bool
   if (bottom[0]->count() == 0) return;
   UseOnednnThreads();
   // In the layout the top diff arrives in: each bottom diff is a multiple of it.
-  const auto desc = ArrivingDesc(*top[0]->diff());
+  const auto desc = OnednnElementwiseDesc(*top[0]->diff(), prepared_count_);
   if (desc != backward_desc_) {
     OnednnCall(this->Describe(), "sum backward (eltwise linear)", [&] { PrepareBackward(desc); });
   }

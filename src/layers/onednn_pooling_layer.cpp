@@ -5,16 +5,33 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/util/thread_pool.hpp"
 
 namespace doppio {
 
 namespace {
+// On the pool's threads, vectorized: serial and scalar, this scan took half of pool1's
+// forward (AlexNet batch 8, 2 threads: 0.8 of 1.6 ms).
 bool HasNaN(const float* data, int count) {
-  bool nan = false;
-  for (int i = 0; i < count; ++i) nan |= data[i] != data[i];
-  return nan;
+  constexpr int kGrain = 1 << 16;
+  std::vector<char> nan(ParallelPartsFor(count, kGrain), 0);
+  ParallelFor(count, kGrain, [&](int begin, int end, int part) {
+    // A float is a NaN where its bits without the sign exceed infinity's: an integer maximum,
+    // which the compiler vectorizes (a float comparison chain it does not).
+    std::uint32_t most = 0;
+    for (int i = begin; i < end; ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, data + i, sizeof bits);
+      most = std::max(most, bits & 0x7fffffffu);
+    }
+    nan[part] = most > 0x7f800000u;
+  });
+  return std::find(nan.begin(), nan.end(), 1) != nan.end();
 }
 }  // namespace
 

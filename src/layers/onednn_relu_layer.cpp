@@ -15,15 +15,6 @@ void OnednnReLULayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   prepared_desc_ = dnnl::memory::desc();
 }
 
-dnnl::memory::desc OnednnReLULayer::ArrivingDesc(const SyncedMemory& data) const {
-  // Element-wise: any layout of the same elements serves, whatever its dims.
-  const OnednnLayout* held = OnednnLayoutOf(data);
-  if (held != nullptr && held->desc().get_size() == sizeof(float) * prepared_count_) {
-    return held->desc();
-  }
-  return OnednnPlainDesc({prepared_count_});
-}
-
 void OnednnReLULayer::Prepare(const dnnl::memory::desc& desc) {
   const auto algorithm =
       FromOutput() ? dnnl::algorithm::eltwise_relu_use_dst_for_bwd : dnnl::algorithm::eltwise_relu;
@@ -42,7 +33,7 @@ void OnednnReLULayer::Prepare(const dnnl::memory::desc& desc) {
 }
 
 void OnednnReLULayer::PrepareFor(const SyncedMemory& data) {
-  const auto desc = ArrivingDesc(data);
+  const auto desc = OnednnElementwiseDesc(data, prepared_count_);
   if (desc == prepared_desc_) return;
   OnednnCall(this->Describe(), "eltwise (relu)", [&] { Prepare(desc); });
 }

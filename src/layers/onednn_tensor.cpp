@@ -68,6 +68,12 @@ dnnl::memory::desc OnednnArrivingDesc(const SyncedMemory& memory, const dnnl::me
   return OnednnPlainDesc(dims);
 }
 
+dnnl::memory::desc OnednnElementwiseDesc(const SyncedMemory& memory, int count) {
+  const OnednnLayout* held = OnednnLayoutOf(memory);
+  if (held != nullptr && held->desc().get_size() == sizeof(float) * count) return held->desc();
+  return OnednnPlainDesc({count});
+}
+
 void OnednnTensor::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
                         const dnnl::memory::desc& primitive) {
   user_ = dnnl::memory(user, engine, DNNL_MEMORY_NONE);

@@ -28,8 +28,14 @@ TEST(LayerEngineTest, CpuModePrefersOnednnWhereItApplies) {
           Param("type: 'Pooling' pooling_param { pool: STOCHASTIC kernel_size: 2 }"), Mode::CPU),
       "CAFFE");
   EXPECT_EQ(LayerRegistry<double>::ChooseEngine(Param(kConv), Mode::CPU), "CAFFE");
-  // LRN stays on CAFFE unless asked: oneDNN's backward measured 25 to 37 times slower.
-  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'LRN'"), Mode::CPU), "CAFFE");
+  // LRN runs on oneDNN where oneDNN 2.6 has jit kernels for it (AlexNet's and GoogLeNet's
+  // across-channel window of 5), and stays on CAFFE where it has only its plain C++ one (a
+  // within-channel window of 7), unless asked.
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'LRN'"), Mode::CPU), "ONEDNN");
+  const std::string within7 = "type: 'LRN' lrn_param { norm_region: WITHIN_CHANNEL local_size: 7";
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param(within7 + " }"), Mode::CPU), "CAFFE");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param(within7 + " engine: ONEDNN }"), Mode::CPU),
+            "ONEDNN");
   EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'LRN' lrn_param { engine: ONEDNN }"),
                                                Mode::CPU),
             "ONEDNN");

@@ -10,9 +10,12 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include "doppio/layers/onednn_tensor.hpp"
 #include "doppio/layers/softmax_loss_layer.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/thread_pool.hpp"
 #include "engine_comparison.hpp"
 #include "gradient_checker.hpp"
 #include "test_util.hpp"
@@ -173,16 +176,18 @@ TEST(OnednnPoolingTest, RectangularPaddedMax) {
        {{2, 3, 9, 6}}});
 }
 
-TEST(OnednnPoolingTest, MaxPropagatesNaNLikeCaffe) {
+// Max pooling of an input with NaNs at `nans` gives CAFFE's output and bottom diff (oneDNN's
+// kernels would pass a NaN on where Caffe's comparison skips it).
+void ExpectMaxPoolsNaNLikeCaffe(const std::vector<int>& shape, const std::vector<int>& nans) {
   const std::string text = Pool("pool: MAX kernel_size: 3 stride: 2");
   Blob<float> bottom[2], top[2];
   std::shared_ptr<Layer<float>> layer[2] = {
       LayerRegistry<float>::CreateLayer(EngineParam(text, "CAFFE"), Mode::CPU), Onednn(text)};
   Rng rng(13);
-  bottom[0].Reshape({1, 2, 9, 9});
+  bottom[0].Reshape(shape);
   FillGaussian(&bottom[0], rng);
   float* in = bottom[0].mutable_cpu_data();
-  for (int index : {10, 11, 40, 89 + 17}) in[index] = std::numeric_limits<float>::quiet_NaN();
+  for (int index : nans) in[index] = std::numeric_limits<float>::quiet_NaN();
   bottom[1].CopyFrom(bottom[0], false, true);
   for (int e = 0; e < 2; ++e) {
     layer[e]->SetUp({&bottom[e]}, {&top[e]});
@@ -191,17 +196,28 @@ TEST(OnednnPoolingTest, MaxPropagatesNaNLikeCaffe) {
   rng_gaussian<float>(top[0].count(), 0.f, 1.f, rng, top[0].mutable_cpu_diff());
   top[1].CopyFrom(top[0], true);
   for (int e = 0; e < 2; ++e) layer[e]->Backward({&top[e]}, {true}, {&bottom[e]});
-  int nans = 0;
+  int nan_outputs = 0;
   for (int i = 0; i < top[0].count(); ++i) {
     const float want = top[0].cpu_data()[i], got = top[1].cpu_data()[i];
-    nans += std::isnan(want);
+    nan_outputs += std::isnan(want);
     EXPECT_EQ(std::isnan(got), std::isnan(want)) << "output " << i;
     if (!std::isnan(want)) EXPECT_EQ(got, want) << "output " << i;
   }
-  EXPECT_GT(nans, 0);
+  EXPECT_GT(nan_outputs, 0);
   for (int i = 0; i < bottom[0].count(); ++i) {
     EXPECT_EQ(bottom[1].cpu_diff()[i], bottom[0].cpu_diff()[i]) << "bottom diff " << i;
   }
+}
+
+TEST(OnednnPoolingTest, MaxPropagatesNaNLikeCaffe) {
+  ExpectMaxPoolsNaNLikeCaffe({1, 2, 9, 9}, {10, 11, 40, 89 + 17});
+}
+
+TEST(OnednnPoolingTest, MaxFindsNaNInAnyThreadsPart) {
+  // Large enough that two threads scan for NaNs in two parts; the NaN lies in the second.
+  ThreadPool pool(2);
+  ThreadPool::Scope use(&pool);
+  ExpectMaxPoolsNaNLikeCaffe({2, 16, 64, 64}, {2 * 16 * 64 * 64 - 64 * 5 - 7});
 }
 
 TEST(OnednnPoolingTest, MaskTopAndStochasticAreRefusedByName) {
@@ -236,6 +252,26 @@ TEST(OnednnLRNTest, CifarFullWithinChannel3) {
 TEST(OnednnLRNTest, WithinChannel5LargeAlpha) {
   CompareEngines(
       {Lrn("local_size: 5 alpha: 0.8 beta: 0.75 norm_region: WITHIN_CHANNEL"), {{1, 3, 7, 6}}});
+}
+
+TEST(OnednnLRNTest, WithinChannel7WithoutJitKernel) {
+  CompareEngines(
+      {Lrn("local_size: 7 alpha: 0.5 beta: 0.75 norm_region: WITHIN_CHANNEL"), {{1, 3, 9, 8}}});
+}
+
+TEST(OnednnLRNTest, CaffeLayoutInputRunsBlocked) {
+  // Input in Caffe's layout, 32 channels (a blocked layout fits the blob): the layer reorders
+  // it into a layout with jit kernels and leaves its output there; results as CAFFE's.
+  CompareEngines({Lrn("local_size: 5 alpha: 0.0001 beta: 0.75"), {{2, 32, 6, 6}}});
+  Rng rng(23);
+  Blob<float> bottom({2, 32, 6, 6}), top;
+  FillGaussian(&bottom, rng);
+  auto layer = Onednn(Lrn("local_size: 5 alpha: 0.0001 beta: 0.75"));
+  layer->SetUp({&bottom}, {&top});
+  layer->Forward({&bottom}, {&top});
+  const OnednnLayout* held = OnednnLayoutOf(*top.data());
+  ASSERT_NE(held, nullptr);
+  EXPECT_NE(held->desc(), OnednnPlainDesc({2, 32, 6, 6}));
 }
 
 TEST(OnednnLRNTest, GradientAcross) {

@@ -1,7 +1,7 @@
 // Blocked oneDNN layouts kept between oneDNN layers (OnednnTensor, OnednnLayout): whole nets
-// shaped like LeNet, CIFAR10-quick, a GoogLeNet inception block and a ResNet bottleneck
-// block, with channel counts that are multiples of 16 so that oneDNN's blocked layouts fit in
-// the blobs' buffers, compute with blocked layouts kept what they compute with every layer
+// shaped like LeNet, CIFAR10-quick, AlexNet's first block, a GoogLeNet inception block and a ResNet
+// bottleneck block, with channel counts that are multiples of 16 so that oneDNN's blocked layouts
+// fit in the blobs' buffers, compute with blocked layouts kept what they compute with every layer
 // reading and writing Caffe's layout: the outputs, the loss, every parameter gradient and the
 // input's gradient. The layouts really are kept (an intermediate blob holds one until it is
 // read), and a reader outside oneDNN gets Caffe's layout.
@@ -104,6 +104,16 @@ std::string Inception() {
          "layer { name: 'concat' type: 'Concat' bottom: 'b1' bottom: 'b3' bottom: 'b5' "
          "bottom: 'bp' top: 'concat' }\n" +
          Pool("pool", "concat", "AVE", 3, 2) + Head("pool", 0);
+}
+
+// AlexNet's first block: the LRN (the default engine's, oneDNN) reads the convolution's blocked
+// output and leaves its own blocked for the pooling.
+std::string AlexNetStem() {
+  return Input(3, 15) + Conv("conv1", "data", 32, 5, 0, 2) +
+         Layer("relu1", "ReLU", "conv1", "conv1") +
+         Layer("norm1", "LRN", "conv1", "norm1",
+               "lrn_param { local_size: 5 alpha: 0.0001 beta: 0.75 }") +
+         Pool("pool1", "norm1", "MAX", 3, 2) + Head("pool1", 16);
 }
 
 std::string BnScaleRelu(const std::string& name, bool relu) {
@@ -220,6 +230,8 @@ TEST_F(OnednnLayoutsTest, LeNetKeepsResults) { ExpectSameResults(LeNet(), "conv2
 TEST_F(OnednnLayoutsTest, Cifar10QuickKeepsResults) { ExpectSameResults(Cifar10Quick(), "conv3"); }
 
 TEST_F(OnednnLayoutsTest, InceptionBlockKeepsResults) { ExpectSameResults(Inception(), "concat"); }
+
+TEST_F(OnednnLayoutsTest, AlexNetStemKeepsResults) { ExpectSameResults(AlexNetStem(), "norm1"); }
 
 TEST_F(OnednnLayoutsTest, ResNetBlockKeepsResults) { ExpectSameResults(ResNetBlock(), "a_2c"); }
 

@@ -31,8 +31,7 @@ class OnednnEltwiseLayer : public EltwiseLayer<float> {
  private:
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
-  // The layout to run in for a blob holding `memory`, and the primitives for it.
-  dnnl::memory::desc ArrivingDesc(const SyncedMemory& memory) const;
+  // The primitives for blobs in layout `desc` (OnednnElementwiseDesc).
   void PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms);
   void PrepareBackward(const dnnl::memory::desc& desc);
 

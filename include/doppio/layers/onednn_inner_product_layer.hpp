@@ -29,6 +29,9 @@ class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnRe
   void PrepareForward();
   void PrepareBackward();
   void RecreateForward() override;
+  // Add this batch's gradients into the parameter blobs' diffs.
+  void AddWeightGradient(const float* bottom, const float* top_diff);
+  void AddBiasGradient(const float* top_diff);
   // The weights as Caffe stores them: (num_output, K) rows, or their transpose.
   dnnl::memory::desc UserWeightsDesc() const;
 
@@ -45,9 +48,6 @@ class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnRe
   dnnl::inner_product_backward_data backward_data_;
   OnednnTensor data_diff_dst_, diff_src_;
   OnednnCachedParam data_weights_;
-  dnnl::inner_product_backward_weights backward_weights_;
-  OnednnTensor weights_src_, weights_diff_dst_;
-  OnednnParamGradient diff_weights_, diff_bias_;
 };
 
 }  // namespace doppio

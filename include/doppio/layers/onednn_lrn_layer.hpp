@@ -11,9 +11,10 @@ namespace doppio {
 
 // LRN on oneDNN (engine ONEDNN, float), across or within channels: oneDNN's formulas are
 // Caffe's (alpha / n, alpha / n^2 for the window, k, beta). Backward reads the workspace the
-// forward pass left. It runs in the layout its input arrives in (a oneDNN layer's blocked
-// one, or Caffe's), with primitives made for that layout on the first Forward that sees it,
-// and leaves its output and the bottom diff in that layout.
+// forward pass left. It runs in a layout with jit kernels: the one its input arrives in (a
+// oneDNN layer's blocked one) where that has them, else a blocked one the input is reordered
+// into (oneDNN's LRN on Caffe's NCHW is plain C++); primitives are made on the first Forward
+// that sees an arriving layout. It leaves its output and the bottom diff in the layout it ran in.
 class OnednnLRNLayer : public LRNLayer<float> {
  public:
   explicit OnednnLRNLayer(const LayerParameter& param) : LRNLayer<float>(param) {}

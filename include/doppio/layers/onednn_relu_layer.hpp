@@ -37,8 +37,7 @@ class OnednnReLULayer : public ReLULayer<float>, public OnednnFusionGuest {
   // Whether the gradient is computed from the output rather than the input: in place with a
   // slope of 0 or more. Set by Reshape.
   bool FromOutput() const { return from_output_; }
-  // The layout to run in for a bottom whose data is `data`, and the primitives for it.
-  dnnl::memory::desc ArrivingDesc(const SyncedMemory& data) const;
+  // The primitives for data in layout `desc`, and for the layout a bottom's data arrives in.
   void Prepare(const dnnl::memory::desc& desc);
   void PrepareFor(const SyncedMemory& data);
 

@@ -99,6 +99,10 @@ void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors);
 // oneDNN layout `memory` holds, where it has these dims, else Caffe's.
 dnnl::memory::desc OnednnArrivingDesc(const SyncedMemory& memory, const dnnl::memory::dims& dims);
 
+// The same for an element-wise primitive (ReLU, sum) over `count` floats: any layout of the
+// same elements serves, whatever its dims; else Caffe's, as one flat dimension.
+dnnl::memory::desc OnednnElementwiseDesc(const SyncedMemory& memory, int count);
+
 }  // namespace doppio
 
 #endif  // DOPPIO_WITH_ONEDNN
