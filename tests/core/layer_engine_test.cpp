@@ -12,7 +12,7 @@ LayerParameter Param(const std::string& text) {
   return ParseText<LayerParameter>("name: 'l' " + text);
 }
 
-const char* kConv = "type: 'Convolution' convolution_param { num_output: 2 kernel_size: 1 }";
+const char* kConv = "type: 'Convolution' convolution_param { num_output: 16 kernel_size: 1 }";
 
 #ifdef DOPPIO_WITH_ONEDNN
 TEST(LayerEngineTest, CpuModePrefersOnednnWhereItApplies) {
@@ -28,6 +28,23 @@ TEST(LayerEngineTest, CpuModePrefersOnednnWhereItApplies) {
           Param("type: 'Pooling' pooling_param { pool: STOCHASTIC kernel_size: 2 }"), Mode::CPU),
       "CAFFE");
   EXPECT_EQ(LayerRegistry<double>::ChooseEngine(Param(kConv), Mode::CPU), "CAFFE");
+  // Convolutions whose output channels per group oneDNN would pad (LeNet's 20 and 50) stay on
+  // CAFFE unless asked; groups count per group.
+  const std::string conv20 =
+      "type: 'Convolution' convolution_param { num_output: 20 kernel_size: 5";
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param(conv20 + " }"), Mode::CPU), "CAFFE");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param(conv20 + " engine: ONEDNN }"), Mode::CPU),
+            "ONEDNN");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'Convolution' convolution_param { num_output: 96 group: 2 "
+                      "kernel_size: 3 }"),
+                Mode::CPU),
+            "ONEDNN");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'Convolution' convolution_param { num_output: 40 group: 2 "
+                      "kernel_size: 3 }"),
+                Mode::CPU),
+            "CAFFE");
   // LRN runs on oneDNN where oneDNN 2.6 has jit kernels for it (AlexNet's and GoogLeNet's
   // across-channel window of 5), and stays on CAFFE where it has only its plain C++ one (a
   // within-channel window of 7), unless asked.

@@ -33,7 +33,7 @@ std::string TestNet(bool in_place, float slope2, const std::string& extra = "") 
     layer { name: 'data' type: 'Input' top: 'data' top: 'label'
             input_param { shape { dim: 4 dim: 3 dim: 12 dim: 12 } shape { dim: 4 } } }
     layer { name: 'conv1' type: 'Convolution' bottom: 'data' top: 'conv1'
-            convolution_param { num_output: 8 kernel_size: 3 pad: 1
+            convolution_param { num_output: 8 kernel_size: 3 pad: 1 engine: ONEDNN
                                 weight_filler { type: 'gaussian' std: 0.3 }
                                 bias_filler { type: 'gaussian' std: 0.3 } } }
     )" + extra +
@@ -42,7 +42,7 @@ std::string TestNet(bool in_place, float slope2, const std::string& extra = "") 
          relu1 + R"(' }
     layer { name: 'conv2' type: 'Convolution' bottom: ')" +
          relu1 + R"(' top: 'conv2'
-            convolution_param { num_output: 6 kernel_size: 3 stride: 2
+            convolution_param { num_output: 6 kernel_size: 3 stride: 2 engine: ONEDNN
                                 weight_filler { type: 'gaussian' std: 0.3 }
                                 bias_filler { type: 'gaussian' std: 0.3 } } }
     layer { name: 'relu2' type: 'ReLU' bottom: 'conv2' top: ')" +
