@@ -170,6 +170,25 @@ int BlockedBlobs(const Net<float>& net) {
   return blocked;
 }
 
+// Gives `to` the data input and the parameters of `from`.
+void CopyDataAndParams(const Net<float>& from, Net<float>& to) {
+  to.blob_by_name("data")->CopyFrom(*from.blob_by_name("data"));
+  ASSERT_EQ(from.learnable_params().size(), to.learnable_params().size());
+  for (std::size_t p = 0; p < from.learnable_params().size(); ++p) {
+    to.learnable_params()[p]->CopyFrom(*from.learnable_params()[p]);
+  }
+}
+
+// A TRAIN net of `text` after one forward and backward pass, layouts kept, on Gaussian data.
+std::unique_ptr<Net<float>> AfterOnePass(const std::string& text, std::uint64_t seed) {
+  auto net = MakeNet(text);
+  Rng rng(seed);
+  FillGaussian(net->blob_by_name("data").get(), rng);
+  float loss = 0;
+  Pass(*net, true, &loss);
+  return net;
+}
+
 // Gives `blocked` the inputs and parameters of `plain`, runs both forward and backward twice
 // (parameter gradients accumulate; the second time after reading every blob, which turns
 // them to Caffe's layout between Forward and Backward), and compares the results.
@@ -182,12 +201,8 @@ void ExpectSameResults(const std::string& text, const std::string& kept) {
   FillGaussian(plain->blob_by_name("data").get(), rng);
   Blob<float>& label = *plain->blob_by_name("label");
   for (int i = 0; i < label.count(); ++i) label.mutable_cpu_data()[i] = static_cast<float>(i % 5);
-  blocked->blob_by_name("data")->CopyFrom(*plain->blob_by_name("data"));
+  CopyDataAndParams(*plain, *blocked);
   blocked->blob_by_name("label")->CopyFrom(label);
-  ASSERT_EQ(plain->learnable_params().size(), blocked->learnable_params().size());
-  for (std::size_t p = 0; p < plain->learnable_params().size(); ++p) {
-    blocked->learnable_params()[p]->CopyFrom(*plain->learnable_params()[p]);
-  }
   const double tolerance = 1e-5;
   for (int pass = 1; pass <= 2; ++pass) {
     const std::string when = "pass " + std::to_string(pass) + ": ";
@@ -236,11 +251,7 @@ TEST_F(OnednnLayoutsTest, AlexNetStemKeepsResults) { ExpectSameResults(AlexNetSt
 TEST_F(OnednnLayoutsTest, ResNetBlockKeepsResults) { ExpectSameResults(ResNetBlock(), "a_2c"); }
 
 TEST_F(OnednnLayoutsTest, BatchNormKeepsTheConvolutionsLayout) {
-  const auto net = MakeNet(ResNetBlock());
-  Rng rng(4);
-  FillGaussian(net->blob_by_name("data").get(), rng);
-  float loss = 0;
-  Pass(*net, true, &loss);
+  const auto net = AfterOnePass(ResNetBlock(), 4);
   // A 4-d BatchNorm + Scale reads its convolution's output in the layout (and dims) the
   // convolution left, and leaves its own output so for the next convolution: a (N, C, H*W, 1)
   // layout would have been converted to Caffe's and back around it.
@@ -265,30 +276,20 @@ std::string Fork() {
 TEST_F(OnednnLayoutsTest, ForkKeepsResults) { ExpectSameResults(Fork(), "sum"); }
 
 TEST_F(OnednnLayoutsTest, SplitSumsBlockedDiffsInTheirLayout) {
-  const auto net = MakeNet(Fork());
-  Rng rng(6);
-  FillGaussian(net->blob_by_name("data").get(), rng);
-  float loss = 0;
-  Pass(*net, true, &loss);
+  const auto net = AfterOnePass(Fork(), 6);
   // Convolution c only reads its top diff, which the Split wrote.
   EXPECT_NE(OnednnLayoutOf(*net->blob_by_name("c")->diff()), nullptr);
   // With blocked layouts off, the Split sums in Caffe's layout (the CAFFE kernel): the same.
   const auto plain = MakeNet(Fork());
-  plain->blob_by_name("data")->CopyFrom(*net->blob_by_name("data"));
-  for (std::size_t p = 0; p < net->learnable_params().size(); ++p) {
-    plain->learnable_params()[p]->CopyFrom(*net->learnable_params()[p]);
-  }
+  CopyDataAndParams(*net, *plain);
+  float loss = 0;
   Pass(*plain, false, &loss);
   const Blob<float>& want = *plain->blob_by_name("c");
   ExpectClose(net->blob_by_name("c")->cpu_diff(), want.cpu_diff(), want.count(), 1e-5, "c diff");
 }
 
 TEST_F(OnednnLayoutsTest, BlockedLayoutsStayBetweenOnednnLayers) {
-  const auto net = MakeNet(Cifar10Quick());
-  Rng rng(3);
-  FillGaussian(net->blob_by_name("data").get(), rng);
-  float loss = 0;
-  Pass(*net, true, &loss);
+  const auto net = AfterOnePass(Cifar10Quick(), 3);
   // conv1 -> pool1 -> relu1 -> conv2 -> ... -> pool3: every one of these outputs and their
   // diffs is written by a oneDNN layer and read only by oneDNN layers.
   const SyncedMemory& conv2 = *net->blob_by_name("conv2")->data();
@@ -308,9 +309,9 @@ TEST_F(OnednnLayoutsTest, BlockedLayoutsStayBetweenOnednnLayers) {
   EXPECT_EQ(OnednnLayoutOf(conv2), nullptr);
   EXPECT_EQ(conv2.write_count(), writes);
 
-  SetOnednnKeepsBlockedLayouts(false);
   const auto plain = MakeNet(Cifar10Quick());
-  FillGaussian(plain->blob_by_name("data").get(), rng);
+  CopyDataAndParams(*net, *plain);
+  float loss = 0;
   Pass(*plain, false, &loss);
   EXPECT_EQ(BlockedBlobs(*plain), 0);
 }
@@ -323,10 +324,7 @@ TEST_F(OnednnLayoutsTest, SharedTestActivationsStayInCaffeLayout) {
   Net<float> plain(param), blocked(param);
   Rng rng(13);
   FillGaussian(plain.blob_by_name("data").get(), rng);
-  blocked.blob_by_name("data")->CopyFrom(*plain.blob_by_name("data"));
-  for (std::size_t p = 0; p < plain.learnable_params().size(); ++p) {
-    blocked.learnable_params()[p]->CopyFrom(*plain.learnable_params()[p]);
-  }
+  CopyDataAndParams(plain, blocked);
   SetOnednnKeepsBlockedLayouts(false);
   plain.Forward();
   SetOnednnKeepsBlockedLayouts(true);
