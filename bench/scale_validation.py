@@ -15,9 +15,11 @@ For every model, host count, link rate, --sync mode and bucket size it
      of one; the row compares the prediction with the fastest run (the one least disturbed),
      predicted from the fastest ceiling (the same footing), and shows the median of each
      beside it as the noise;
-  3. calibrates the link once per host count and rate: `scripts/cluster.sh run -np N doppio
-     scale --calibrate` on the same cluster (alpha, beta, gamma, and what the communication
-     costs the shared cores by the collective's size: --comm_cpu_curve, --shared_cores);
+  3. calibrates the link once per model, host count and rate, right after that group's first
+     run: `scripts/cluster.sh run -np N doppio scale --calibrate` on the same cluster (alpha,
+     beta, gamma, and what the communication costs the shared cores by the collective's size:
+     --comm_cpu_curve, --shared_cores), its sweep up to the model's whole gradient (256 MB
+     for AlexNet's 244; at least --calibrate_max_mb);
   4. predicts each run: `doppio scale` with the model's per-layer times from `doppio time
      --json`, scaled to the ceiling of step 1 (--compute_ms), and
        - the calibrated link with its CPU cost on the shared cores ("calibrated"),
@@ -41,7 +43,11 @@ The verdict lines check the issue's targets: within 20% where communication is a
 of the iteration (of the fastest run); the same order of the sync modes and bucket sizes of
 one (model, hosts, link) wherever the measured times differ by more than the noise: the
 slower configuration's fastest run is slower than the faster one's median (their spreads
-from best to median do not overlap), and by more than --noise (default 0: the spread alone).
+from best to median do not overlap), by more than --noise (default 0), and by more than the
+table's noise: s, the standard deviation of one run's log(ms/iter) about its configuration's
+mean, pooled over the (model, hosts, link)'s configurations; two runs differ by sqrt(2) s
+from jitter alone, and the pair counts beyond 2 sqrt(2) s (about 95% of jitter stays under
+it). The same check against the spreads alone is printed beside it.
 
 Needs root (network namespaces) and a build with tools/doppio and
 tests/cluster/doppio_cluster_helper. Measure under the benchmark lock, a few groups at a
@@ -57,6 +63,7 @@ time, then print (the predictions run then, outside the lock):
 import argparse
 import concurrent.futures
 import json
+import math
 import os
 import shutil
 import statistics
@@ -127,12 +134,12 @@ class Validation:
         return self.remember(f"ceiling {config_name(config)} #{repeat}",
                              lambda: self.runner.ceiling(model, solver, hosts))
 
-    def calibrate(self, hosts, rate, path):
+    def calibrate(self, hosts, rate, path, max_mb):
         """`doppio scale --calibrate` on the cluster's `hosts` hosts."""
         self.runner.cluster(hosts, rate)
         command = [os.path.join(ROOT, "scripts", "cluster.sh"), "run", "-np", str(hosts),
                    self.doppio, "scale", "--calibrate", f"--json={path}",
-                   f"--calibrate_max_mb={self.args.calibrate_max_mb}"]
+                   f"--calibrate_max_mb={max_mb}"]
         result = subprocess.run(command, env=self.runner.env, capture_output=True, text=True,
                                 timeout=self.args.timeout)
         if result.returncode != 0:
@@ -140,11 +147,15 @@ class Validation:
         with open(path) as f:
             return json.load(f)
 
-    def calibration(self, hosts, rate):
-        """The link as the cluster's ranks see it with nothing else to do."""
+    def calibration(self, model, hosts, rate, gradient_mb):
+        """The link as the cluster's ranks see it with nothing else to do, measured between
+        the model's runs on it (the shared cores' speed drifts with the machine's load) and
+        up to the model's whole gradient (the largest collective it runs; the rate of a
+        16 MB message is not that of 244)."""
         path = os.path.join(self.work, "calibration.json")
-        return self.remember(f"calibration {hosts} {rate}",
-                             lambda: self.calibrate(hosts, rate, path))
+        max_mb = calibration_max_mb(self.args.calibrate_max_mb, gradient_mb)
+        return self.remember(f"calibration {model} {hosts} {rate}",
+                             lambda: self.calibrate(hosts, rate, path, max_mb))
 
     def measured(self, config, solver, repeat):
         return self.remember(f"train {config_name(config)} #{repeat}",
@@ -197,6 +208,23 @@ class Validation:
         return {(p["sync"], p["bucket_mb"]): p["ms_per_iter"] for p in plans}
 
 
+def calibration_max_mb(floor_mb, gradient_mb):
+    """The calibration's largest message: the sweep's sizes grow by 4 from 1 KB, so the first
+    of them that holds the whole gradient, and at least `floor_mb`."""
+    if gradient_mb <= floor_mb:
+        return floor_mb
+    size = 1.0 / 1024
+    while size < gradient_mb:
+        size *= 4
+    return size
+
+
+def stored_calibration(done, model, hosts, rate):
+    """The calibration the rows of (model, hosts, rate) are predicted with: the model's own,
+    else (results measured before calibrations were per model) the one of (hosts, rate)."""
+    return done.get(f"calibration {model} {hosts} {rate}", done.get(f"calibration {hosts} {rate}"))
+
+
 def config_name(config):
     """The --results key of (model, hosts, rate, sync, bucket)."""
     return " ".join(map(str, config))
@@ -221,6 +249,7 @@ def summary(pairs):
     return dict(lockstep=min(lockstep) if all(lockstep) else None,
                 ms=best["ms"], comm=best["comm"], exposed=best["exposed"], load=best["load"],
                 median=statistics.median(run["ms"] for _, run in pairs),
+                runs_ms=[run["ms"] for _, run in pairs],
                 ceiling=min(ceiling["ms"] for ceiling, _ in pairs),
                 ceiling_median=statistics.median(ceiling["ms"] for ceiling, _ in pairs),
                 runs=len(pairs), loads=[run["load"] for _, run in pairs])
@@ -248,7 +277,7 @@ def prediction_requests(validation, args):
             for config in configs(args, model, hosts):
                 rate = config[2]
                 pairs = validation.repeats(config)
-                calibration = validation.done.get(f"calibration {hosts} {rate}")
+                calibration = stored_calibration(validation.done, model, hosts, rate)
                 if not pairs or calibration is None or f"time {model}" not in validation.done:
                     continue
                 row = dict(rate=rate, **summary(pairs))
@@ -285,11 +314,25 @@ def error(predicted, measured):
     return f"{100 * (predicted / measured - 1):+.0f}%"
 
 
-def distinct(slow, fast, noise):
+def group_noise(rows):
+    """The run-to-run noise of one (model, hosts, link): the standard deviation of one run's
+    log(ms/iter) about its configuration's mean, pooled over the group's configurations (every
+    configuration was measured --repeats times in the same passes); 0 without repeats."""
+    squares = dof = 0
+    for r in rows:
+        logs = [math.log(ms) for ms in r["runs_ms"]]
+        mean = sum(logs) / len(logs)
+        squares += sum((x - mean) ** 2 for x in logs)
+        dof += len(logs) - 1
+    return math.sqrt(squares / dof) if dof else 0.0
+
+
+def distinct(slow, fast, noise, floor=0.0):
     """Whether `slow` is measured slower than `fast` by more than the noise: its fastest run
-    above the other's median (the spreads from best to median do not overlap) and above the
-    other's fastest by more than the share `noise`."""
-    return slow["ms"] > fast["median"] and slow["ms"] > fast["ms"] * (1 + noise)
+    above the other's median (the spreads from best to median do not overlap), above the
+    other's fastest by more than the share `noise`, and log(slow / fast) above `floor`."""
+    return (slow["ms"] > fast["median"] and slow["ms"] > fast["ms"] * (1 + noise)
+            and math.log(slow["ms"] / fast["ms"]) > floor)
 
 
 def verdict(rows, column, title, noise):
@@ -301,23 +344,30 @@ def verdict(rows, column, title, noise):
     within = [r for r in heavy if abs(r[column] / r["ms"] - 1) <= 0.2]
     lines.append(f"  rows with communication >= 30% of the iteration: {len(heavy)}; predicted "
                  f"within 20%: {len(within)}")
-    # The same order wherever the measured times differ by more than the noise.
-    pairs = agree = 0
+    # The same order wherever the measured times differ by more than the noise: counted
+    # twice, against the table's noise (a difference of two runs has the standard deviation
+    # sqrt(2) s; beyond two of those it is not the machine's jitter), and against the rows'
+    # spreads alone.
     groups = {}
     for r in rows:
         groups.setdefault((r["model"], r["hosts"], r["rate"]), []).append(r)
-    for group in groups.values():
-        for i, a in enumerate(group):
-            for b in group[i + 1:]:
-                slow, fast = (a, b) if a["ms"] > b["ms"] else (b, a)
-                if not distinct(slow, fast, noise):
-                    continue
-                pairs += 1
-                agree += slow[column] > fast[column]
-    floor = f" and by more than {100 * noise:.0f}%" if noise else ""
-    lines.append(f"  pairs of sync modes / bucket sizes of one model, host count and link whose "
-                 f"measured times differ by more than their spread (best to median){floor}: "
-                 f"{pairs}; predicted in the same order: {agree}")
+    for with_noise in (True, False):
+        pairs = agree = 0
+        for group in groups.values():
+            floor = 2 * math.sqrt(2) * group_noise(group) if with_noise else 0.0
+            for i, a in enumerate(group):
+                for b in group[i + 1:]:
+                    slow, fast = (a, b) if a["ms"] > b["ms"] else (b, a)
+                    if not distinct(slow, fast, noise, floor):
+                        continue
+                    pairs += 1
+                    agree += slow[column] > fast[column]
+        share = f" and by more than {100 * noise:.0f}%" if noise else ""
+        beyond = ("their spread (best to median) and the table's noise (2 sqrt(2) s)"
+                  if with_noise else "their spread (best to median) alone")
+        lines.append(f"  pairs of sync modes / bucket sizes of one model, host count and link "
+                     f"whose measured times differ by more than {beyond}{share}: {pairs}; "
+                     f"predicted in the same order: {agree}")
     return lines
 
 
@@ -344,6 +394,12 @@ def render(rows, args):
     lines.append("")
     for column, title in PREDICTIONS:
         lines += verdict(rows, column, title, args.noise)
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["hosts"], r["rate"]), []).append(r)
+    noises = [f"{m} {h} {rate} {100 * group_noise(g):.1f}%" for (m, h, rate), g in groups.items()]
+    lines.append("the table's noise s, one run's standard deviation about its configuration's "
+                 "mean (of log ms/iter), pooled by model, hosts and link: " + ", ".join(noises))
     runs = sorted({r["runs"] for r in rows})
     if runs:
         lines.append(f"runs a row: {', '.join(map(str, runs))} (each beside its own ceiling)")
@@ -364,7 +420,7 @@ def measure(validation, args):
                     for config in configs(args, model, hosts):
                         name = config_name(config)
                         keys = [f"train {name} #{repeat}", f"ceiling {name} #{repeat}",
-                                f"time {model}", f"calibration {hosts} {config[2]}"]
+                                f"time {model}", f"calibration {model} {hosts} {config[2]}"]
                         if all(k in validation.done for k in keys):
                             continue
                         if solver is None:
@@ -372,7 +428,9 @@ def measure(validation, args):
                         try:
                             ceiling = validation.ceiling(config, solver, repeat)["ms"]
                             row = validation.measured(config, solver, repeat)
-                            validation.calibration(hosts, config[2])
+                            # reduce_bcast sends the gradient, then the weights.
+                            gradient_mb = row["sent_mb"] / (2 if config[3] == "reduce_bcast" else 1)
+                            validation.calibration(model, hosts, config[2], gradient_mb)
                             validation.time_json(model)
                         except (RuntimeError, subprocess.SubprocessError) as error:
                             log(f"{name} #{repeat}: FAILED: {error}")
@@ -392,7 +450,7 @@ def table_rows(validation, args):
             for config in configs(args, model, hosts):
                 _, _, rate, sync, bucket = config
                 pairs = validation.repeats(config)
-                calibration = validation.done.get(f"calibration {hosts} {rate}")
+                calibration = stored_calibration(validation.done, model, hosts, rate)
                 if not pairs or calibration is None or f"time {model}" not in validation.done:
                     continue
                 row = dict(model=model, hosts=hosts, rate=rate, sync=sync, bucket=bucket,
@@ -423,7 +481,9 @@ def main():
     parser.add_argument("--noise", type=float, default=0.0,
                         help="for the order check, measured differences must also exceed this "
                         "share (beyond the spread of the repeats)")
-    parser.add_argument("--calibrate_max_mb", type=float, default=16)
+    parser.add_argument("--calibrate_max_mb", type=float, default=16,
+                        help="the calibration's largest message at least (it grows to the "
+                        "model's gradient)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per run")
     parser.add_argument("--results", help="JSON lines of the measurements (resume)")
     parser.add_argument("--measure-only", action="store_true",

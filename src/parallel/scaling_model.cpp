@@ -206,16 +206,28 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
     for (int l = layers - 1; l >= 0; --l) finished[l] = finished[l + 1] + profile.backward[l];
     const CollectiveKind kind =
         mode == SyncMode::kOverlap ? CollectiveKind::kAllreduce : CollectiveKind::kReduce;
+    // Where every shared core runs a rank's compute, a collective that is in flight while
+    // the ranks compute takes its CPU work from that compute: backward ends later by the
+    // core-seconds of the part of the collective that overlaps it, spread over the cores.
+    // What runs after backward has the cores to itself and costs its own time.
+    const bool stretch = link.shared_cores > 0 && ranks >= link.shared_cores;
+    double delay = 0;
     double stream_free = 0;
     for (const ModelBucket& bucket : profile.buckets) {
       DOPPIO_ENSURE(bucket.ready_layer >= 0 && bucket.ready_layer <= layers)
           << "a bucket is completed by layer " << bucket.ready_layer << " of " << layers;
-      const double start = std::max(finished[bucket.ready_layer], stream_free);
+      const double start = std::max(finished[bucket.ready_layer] + delay, stream_free);
+      const double cpu_before = prediction.comm_cpu;
       const double seconds = cost(kind, bucket.wire_bytes);
       stream_free = start + seconds;
       prediction.comm += seconds;
+      const double compute_end = forward + backward + delay;
+      if (stretch && seconds > 0 && start < compute_end) {
+        const double overlapped = std::min(1.0, (compute_end - start) / seconds);
+        delay += overlapped * (prediction.comm_cpu - cpu_before) / link.shared_cores;
+      }
     }
-    prediction.iteration = std::max(forward + backward, stream_free) + profile.update;
+    prediction.iteration = std::max(forward + backward + delay, stream_free) + profile.update;
     if (mode == SyncMode::kReduceBroadcast) {
       const double broadcast = cost(CollectiveKind::kBroadcast, profile.weight_bytes);
       prediction.comm += broadcast;

@@ -8,6 +8,7 @@ ceiling, never the run; nothing is left in TMPDIR).
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -51,18 +52,45 @@ def test_distinct(sv):
 
 def test_verdict(sv):
     def row(sync, ms, median, comm, predicted):
+        # Two runs: the best, and one e^0.01 times slower (its median is theirs: unused here).
         return dict(model="lenet", hosts=2, rate="1gbit", sync=sync, ms=ms, median=median,
-                    comm=comm, calibrated_ms=predicted)
+                    comm=comm, calibrated_ms=predicted, runs_ms=[ms, ms * math.exp(0.01)])
     rows = [row("overlap", 20.0, 21.0, 8.0, 23.0),        # comm 40%, +15%: within
             row("reduce_bcast", 40.0, 50.0, 20.0, 30.0),  # comm 50%, -25%: a miss
             row("blocking", 22.0, 30.0, 5.0, 40.0)]       # comm 23%: not counted
     lines = sv.verdict(rows, "calibrated_ms", "t", 0.0)
     check("communication >= 30% of the iteration: 2; predicted within 20%: 1" in lines[1],
           lines[1])
-    # Every pair is apart (the slower's best above the other's median): reduce_bcast over
-    # overlap (40 > 21) predicted in order (30 > 23); blocking over overlap (22 > 21) in
-    # order (40 > 23); reduce_bcast over blocking (40 > 30) out of order (30 < 40).
+    # The noise: each pair of runs is 0.01 apart in log, 0.005 from their mean; s = sqrt(3 x 2
+    # x 0.005^2 / 3) = 0.00707, the floor 2 sqrt(2) s = 0.02.
+    check(abs(sv.group_noise(rows) - 0.005 * math.sqrt(2)) < 1e-12, "pooled noise")
+    # Against the spreads alone every pair is apart (the slower's best above the other's
+    # median): reduce_bcast over overlap (40 > 21) predicted in order (30 > 23); blocking over
+    # overlap (22 > 21) in order (40 > 23); reduce_bcast over blocking (40 > 30) out of order
+    # (30 < 40).
+    check(lines[3].endswith(": 3; predicted in the same order: 2"), lines[3])
+    # Against the noise too: all three are more than 2% apart (log 22/20 = 0.095).
     check(lines[2].endswith(": 3; predicted in the same order: 2"), lines[2])
+    # Noisier runs (e^0.1 apart: floor 0.2): blocking over overlap (0.095) is jitter now;
+    # reduce_bcast over overlap (0.69) and over blocking (0.60) still count.
+    for r in rows:
+        r["runs_ms"] = [r["ms"], r["ms"] * math.exp(0.1)]
+    lines = sv.verdict(rows, "calibrated_ms", "t", 0.0)
+    check(lines[2].endswith(": 2; predicted in the same order: 1"), lines[2])
+    check(lines[3].endswith(": 3; predicted in the same order: 2"), lines[3])
+
+
+def test_calibration_choice(sv):
+    # The sweep's sizes from 1 KB by 4: the first that holds the gradient, at least the floor.
+    check(sv.calibration_max_mb(16, 1.7) == 16, "LeNet: the floor")
+    check(sv.calibration_max_mb(16, 243.9) == 256, "AlexNet: 256 MB")
+    check(sv.calibration_max_mb(16, 16.5) == 64, "just over 16 MB: 64")
+    check(sv.calibration_max_mb(20, 1.0) == 20, "a floor off the sweep's sizes")
+    # A model's own calibration first, else the one of its hosts and link (older results).
+    done = {"calibration 2 1gbit": "shared", "calibration alexnet 2 1gbit": "own"}
+    check(sv.stored_calibration(done, "alexnet", 2, "1gbit") == "own", "own calibration")
+    check(sv.stored_calibration(done, "lenet", 2, "1gbit") == "shared", "shared calibration")
+    check(sv.stored_calibration(done, "lenet", 4, "1gbit") is None, "none")
 
 
 def test_calibrated_flags(sv):
@@ -163,6 +191,7 @@ def main():
     test_distinct(sv)
     test_verdict(sv)
     test_calibrated_flags(sv)
+    test_calibration_choice(sv)
     test_lockstep(args.source)
     test_table_only(os.path.join(args.source, "bench", "scale_validation.py"), args.source,
                     args.build)

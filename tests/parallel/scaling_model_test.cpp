@@ -193,6 +193,35 @@ TEST(ScalingModel, SharedCoresCannotHideCpuBoundCommunication) {
       0.095, 1e-12);
 }
 
+TEST(ScalingModel, SharedCoresStretchBackwardAndTheTailStaysExposed) {
+  // A 10 MB bucket released at 40 ms and a 5 MB one at the end of backward; NCCL's ring on 2
+  // ranks with alpha 5 ms and 1 ms a MB: 2 x (5 + 5) = 20 ms and 2 x (5 + 2.5) = 15 ms; the
+  // ring sends 2 x 10 and 2 x 5 MB at 1 core-ns a byte: 20 and 10 core-ms.
+  const IterationProfile profile = ThreeLayers({{10, 2}, {5, 0}});
+  LinkCost link = Link(0.005, 1e-9, 0);
+  link.cpu = 1e-9;
+  link.shared_cores = 2;
+  // Both ranks compute on both cores: the first allreduce runs inside backward (40-60) and
+  // takes its 20 core-ms from it, 10 ms each: backward ends at 100. The second starts
+  // there with the cores to itself: 100-115, then the update: 120 ms. (The cores' bound
+  // alone, (2 x 95 + 30) / 2 = 110, would hide the tail behind the first one's work.)
+  const IterationPrediction two =
+      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link);
+  EXPECT_NEAR(two.comm_cpu, 0.030, 1e-12);
+  EXPECT_NEAR(two.iteration, 0.120, 1e-12);
+  // With cores to spare (4 for 2 ranks) backward keeps its pace: 90 + 15 + 5 on the wire.
+  link.shared_cores = 4;
+  EXPECT_NEAR(
+      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link).iteration,
+      0.110, 1e-12);
+  // Blocking runs after backward: nothing to stretch. One allreduce of 15 MB: 2 x (5 + 7.5)
+  // = 25 ms; 30 core-ms on 2 cores take 15 of them: 90 + 25 + 5.
+  link.shared_cores = 2;
+  EXPECT_NEAR(
+      PredictIteration(profile, SyncMode::kBlocking, 2, CollectiveLibrary::kNccl, link).iteration,
+      0.120, 1e-12);
+}
+
 TEST(ScalingModel, CpuCostFollowsTheCollectivesSize) {
   LinkCost link;
   link.cpu = 3e-9;
@@ -221,18 +250,20 @@ TEST(ScalingModel, SmallBucketsCostTheSharedCoresMorePerByte) {
   LinkCost link = Link(0, 1e-9, 0);
   link.shared_cores = 2;
   link.cpu_curve = {{1e6, 10e-9}, {16e6, 1e-9}};
-  // overlap: the ring sends 2 x 1 MB at 10 and 2 x 16 MB at 1: 20 + 32 = 52 core-ms beside
-  // 2 x 95 of compute: (190 + 52) / 2 = 121 ms.
+  // overlap: the ring sends 2 x 1 MB at 10 and 2 x 16 MB at 1: 20 + 32 = 52 core-ms, all of
+  // them inside backward (40-41 and 70-86): 10 + 16 ms more of it, (190 + 52) / 2 = 121 ms.
   const IterationPrediction overlap =
       PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link);
   EXPECT_NEAR(overlap.comm_cpu, 0.052, 1e-12);
   EXPECT_NEAR(overlap.iteration, 0.121, 1e-12);
   // reduce_bcast: the reduces send 1 MB at 10 and 16 MB at 1, the broadcast 17 MB at 1: 10 +
-  // 16 + 17 = 43 core-ms: (190 + 43) / 2 = 116.5 ms (the wire: 95 + 17 = 112).
+  // 16 + 17 = 43 core-ms. The reduces run inside backward (40-41, then 65-81) and take 5 and 8
+  // ms from it: it ends at 103, the update at 108; the broadcast follows on the wire (17 ms,
+  // more than its 8.5 ms of the cores): 125 ms.
   const IterationPrediction reduce_bcast =
       PredictIteration(profile, SyncMode::kReduceBroadcast, 2, CollectiveLibrary::kNccl, link);
   EXPECT_NEAR(reduce_bcast.comm_cpu, 0.043, 1e-12);
-  EXPECT_NEAR(reduce_bcast.iteration, 0.1165, 1e-12);
+  EXPECT_NEAR(reduce_bcast.iteration, 0.125, 1e-12);
   // blocking: one allreduce of 17 MB, 2 x 17 at 1: (190 + 34) / 2 = 112; the wire's 90 + 17 +
   // 5 is the same.
   EXPECT_NEAR(

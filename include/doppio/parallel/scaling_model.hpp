@@ -121,7 +121,10 @@ struct IterationPrediction {
 // cores must do: the compute of the ranks that run at once, min(N, P) x compute (the
 // compute time is one rank's with all N running, so N > P ranks already share the P cores
 // in it), plus comm_cpu (each collective's bytes sent at CpuCostPerByte of its size), spread
-// over P cores; the prediction is the longer of the two.
+// over P cores; the prediction is the longer of the two. Where no core is spare (N >= P), a
+// bucket's collective in flight while backward runs also delays backward by its core-seconds
+// over P (the share of its time that overlaps backward): the collectives after backward,
+// whose time is their own, stay exposed on top of that.
 IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode mode, int ranks,
                                      CollectiveLibrary library, const LinkCost& link);
 
