@@ -207,9 +207,10 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
     const CollectiveKind kind =
         mode == SyncMode::kOverlap ? CollectiveKind::kAllreduce : CollectiveKind::kReduce;
     // Where every shared core runs a rank's compute, a collective that is in flight while
-    // the ranks compute takes its CPU work from that compute: backward ends later by the
-    // core-seconds of the part of the collective that overlaps it, spread over the cores.
-    // What runs after backward has the cores to itself and costs its own time.
+    // the ranks compute shares the cores with that compute: backward ends later by the
+    // core-seconds of the part of the collective that overlaps it, spread over the cores, and
+    // the collective, which gets the cores only half of that time, by as much. What runs
+    // after backward has the cores to itself and takes its own time.
     const bool stretch = link.shared_cores > 0 && ranks >= link.shared_cores;
     double delay = 0;
     double stream_free = 0;
@@ -219,13 +220,15 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
       const double start = std::max(finished[bucket.ready_layer] + delay, stream_free);
       const double cpu_before = prediction.comm_cpu;
       const double seconds = cost(kind, bucket.wire_bytes);
-      stream_free = start + seconds;
-      prediction.comm += seconds;
       const double compute_end = forward + backward + delay;
+      double shared = 0;
       if (stretch && seconds > 0 && start < compute_end) {
         const double overlapped = std::min(1.0, (compute_end - start) / seconds);
-        delay += overlapped * (prediction.comm_cpu - cpu_before) / link.shared_cores;
+        shared = overlapped * (prediction.comm_cpu - cpu_before) / link.shared_cores;
       }
+      delay += shared;
+      stream_free = start + seconds + shared;
+      prediction.comm += seconds + shared;
     }
     prediction.iteration = std::max(forward + backward + delay, stream_free) + profile.update;
     if (mode == SyncMode::kReduceBroadcast) {

@@ -181,11 +181,12 @@ TEST(ScalingModel, SharedCoresCannotHideCpuBoundCommunication) {
       PredictIteration(profile, SyncMode::kBlocking, 2, CollectiveLibrary::kNccl, link).iteration,
       0.135, 1e-12);
   // Where the wire is slower than the cores (10 ms a MB: a 200 ms allreduce), it sets the
-  // pace: 40 + 200 + 5.
+  // pace: the 50 ms of it beside backward (to 90) take a quarter of its 80 core-ms, 10 ms,
+  // from backward and from the allreduce: 40 + 200 + 10 + 5.
   link.beta = 1e-8;
   EXPECT_NEAR(
       PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link).iteration,
-      0.245, 1e-12);
+      0.255, 1e-12);
   // One rank of 4 cores: with cores to spare, the compute alone: max(95, (95 + 0) / 4).
   link.shared_cores = 4;
   EXPECT_NEAR(
@@ -201,13 +202,15 @@ TEST(ScalingModel, SharedCoresStretchBackwardAndTheTailStaysExposed) {
   LinkCost link = Link(0.005, 1e-9, 0);
   link.cpu = 1e-9;
   link.shared_cores = 2;
-  // Both ranks compute on both cores: the first allreduce runs inside backward (40-60) and
-  // takes its 20 core-ms from it, 10 ms each: backward ends at 100. The second starts
-  // there with the cores to itself: 100-115, then the update: 120 ms. (The cores' bound
-  // alone, (2 x 95 + 30) / 2 = 110, would hide the tail behind the first one's work.)
+  // Both ranks compute on both cores: the first allreduce runs inside backward (from 40) and
+  // takes its 20 core-ms from it, 10 ms each: backward ends at 100, the allreduce (its 20 ms
+  // and the 10 it loses to backward) at 70. The second starts at 100 with the cores to
+  // itself: 100-115, then the update: 120 ms. (The cores' bound alone, (2 x 95 + 30) / 2 =
+  // 110, would hide the tail behind the first one's work.)
   const IterationPrediction two =
       PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link);
   EXPECT_NEAR(two.comm_cpu, 0.030, 1e-12);
+  EXPECT_NEAR(two.comm, 0.020 + 0.010 + 0.015, 1e-12);
   EXPECT_NEAR(two.iteration, 0.120, 1e-12);
   // With cores to spare (4 for 2 ranks) backward keeps its pace: 90 + 15 + 5 on the wire.
   link.shared_cores = 4;
