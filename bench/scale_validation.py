@@ -344,6 +344,11 @@ def verdict(rows, column, title, noise):
     within = [r for r in heavy if abs(r[column] / r["ms"] - 1) <= 0.2]
     lines.append(f"  rows with communication >= 30% of the iteration: {len(heavy)}; predicted "
                  f"within 20%: {len(within)}")
+    if heavy:
+        errors = [r[column] / r["ms"] - 1 for r in heavy]
+        lines.append(f"  their errors: mean {100 * statistics.mean(errors):+.1f}%, mean size "
+                     f"{100 * statistics.mean(map(abs, errors)):.1f}%, largest "
+                     f"{100 * max(map(abs, errors)):.1f}%")
     # The same order wherever the measured times differ by more than the noise: counted
     # twice, against the table's noise (a difference of two runs has the standard deviation
     # sqrt(2) s; beyond two of those it is not the machine's jitter), and against the rows'

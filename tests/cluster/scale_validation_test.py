@@ -61,6 +61,8 @@ def test_verdict(sv):
     lines = sv.verdict(rows, "calibrated_ms", "t", 0.0)
     check("communication >= 30% of the iteration: 2; predicted within 20%: 1" in lines[1],
           lines[1])
+    # +15% and -25%.
+    check(lines[2].endswith("mean -5.0%, mean size 20.0%, largest 25.0%"), lines[2])
     # The noise: each pair of runs is 0.01 apart in log, 0.005 from their mean; s = sqrt(3 x 2
     # x 0.005^2 / 3) = 0.00707, the floor 2 sqrt(2) s = 0.02.
     check(abs(sv.group_noise(rows) - 0.005 * math.sqrt(2)) < 1e-12, "pooled noise")
@@ -68,16 +70,16 @@ def test_verdict(sv):
     # median): reduce_bcast over overlap (40 > 21) predicted in order (30 > 23); blocking over
     # overlap (22 > 21) in order (40 > 23); reduce_bcast over blocking (40 > 30) out of order
     # (30 < 40).
-    check(lines[3].endswith(": 3; predicted in the same order: 2"), lines[3])
+    check(lines[4].endswith(": 3; predicted in the same order: 2"), lines[4])
     # Against the noise too: all three are more than 2% apart (log 22/20 = 0.095).
-    check(lines[2].endswith(": 3; predicted in the same order: 2"), lines[2])
+    check(lines[3].endswith(": 3; predicted in the same order: 2"), lines[3])
     # Noisier runs (e^0.1 apart: floor 0.2): blocking over overlap (0.095) is jitter now;
     # reduce_bcast over overlap (0.69) and over blocking (0.60) still count.
     for r in rows:
         r["runs_ms"] = [r["ms"], r["ms"] * math.exp(0.1)]
     lines = sv.verdict(rows, "calibrated_ms", "t", 0.0)
-    check(lines[2].endswith(": 2; predicted in the same order: 1"), lines[2])
-    check(lines[3].endswith(": 3; predicted in the same order: 2"), lines[3])
+    check(lines[3].endswith(": 2; predicted in the same order: 1"), lines[3])
+    check(lines[4].endswith(": 3; predicted in the same order: 2"), lines[4])
 
 
 def test_calibration_choice(sv):
