@@ -92,6 +92,12 @@ IterationPrediction Predict(const IterationProfile& profile, SyncMode mode, int 
   return PredictIteration(profile, mode, ranks, CollectiveLibrary::kNccl, Link(0, 1e-9, 0));
 }
 
+// The iteration on NCCL's collectives over `link`.
+double NcclIteration(const IterationProfile& profile, SyncMode mode, int ranks,
+                     const LinkCost& link) {
+  return PredictIteration(profile, mode, ranks, CollectiveLibrary::kNccl, link).iteration;
+}
+
 TEST(ScalingModel, OneBucketWaitsForTheWholeBackward) {
   const IterationPrediction p = Predict(ThreeLayers({{20, 0}}), SyncMode::kOverlap);
   EXPECT_NEAR(p.compute, 0.095, 1e-12);
@@ -160,9 +166,7 @@ TEST(ScalingModel, SharedCoresCannotHideCpuBoundCommunication) {
   const IterationProfile profile = ThreeLayers({{20, 2}});
   LinkCost link = Link(0, 1e-9, 0);
   link.cpu = 2e-9;  // 2 core-ns per byte sent
-  EXPECT_NEAR(
-      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link).iteration,
-      0.095, 1e-12);
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kOverlap, 2, link), 0.095, 1e-12);
   // Two ranks on 2 shared cores: the ring sends 2 x 20 MB, 80 core-ms, which the cores must
   // find beside 2 x 95 ms of compute: (190 + 80) / 2 = 135 ms.
   link.shared_cores = 2;
@@ -173,25 +177,17 @@ TEST(ScalingModel, SharedCoresCannotHideCpuBoundCommunication) {
   EXPECT_NEAR(two.exposed, 0.040, 1e-12);
   // Four ranks: the compute (95 ms, one rank's with all four running) already shares the 2
   // cores; the ring sends 6 x 20 MB, 240 core-ms: 95 + 240 / 2 = 215 ms.
-  EXPECT_NEAR(
-      PredictIteration(profile, SyncMode::kOverlap, 4, CollectiveLibrary::kNccl, link).iteration,
-      0.215, 1e-12);
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kOverlap, 4, link), 0.215, 1e-12);
   // Blocking on 2 ranks: the wire's 90 + 20 + 5 = 115 ms is less than the cores' 135.
-  EXPECT_NEAR(
-      PredictIteration(profile, SyncMode::kBlocking, 2, CollectiveLibrary::kNccl, link).iteration,
-      0.135, 1e-12);
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kBlocking, 2, link), 0.135, 1e-12);
   // Where the wire is slower than the cores (10 ms a MB: a 200 ms allreduce), it sets the
   // pace: the 50 ms of it beside backward (to 90) take a quarter of its 80 core-ms, 10 ms,
   // from backward and from the allreduce: 40 + 200 + 10 + 5.
   link.beta = 1e-8;
-  EXPECT_NEAR(
-      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link).iteration,
-      0.255, 1e-12);
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kOverlap, 2, link), 0.255, 1e-12);
   // One rank of 4 cores: with cores to spare, the compute alone: max(95, (95 + 0) / 4).
   link.shared_cores = 4;
-  EXPECT_NEAR(
-      PredictIteration(profile, SyncMode::kOverlap, 1, CollectiveLibrary::kNccl, link).iteration,
-      0.095, 1e-12);
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kOverlap, 1, link), 0.095, 1e-12);
 }
 
 TEST(ScalingModel, SharedCoresStretchBackwardAndTheTailStaysExposed) {
@@ -214,15 +210,11 @@ TEST(ScalingModel, SharedCoresStretchBackwardAndTheTailStaysExposed) {
   EXPECT_NEAR(two.iteration, 0.120, 1e-12);
   // With cores to spare (4 for 2 ranks) backward keeps its pace: 90 + 15 + 5 on the wire.
   link.shared_cores = 4;
-  EXPECT_NEAR(
-      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link).iteration,
-      0.110, 1e-12);
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kOverlap, 2, link), 0.110, 1e-12);
   // Blocking runs after backward: nothing to stretch. One allreduce of 15 MB: 2 x (5 + 7.5)
   // = 25 ms; 30 core-ms on 2 cores take 15 of them: 90 + 25 + 5.
   link.shared_cores = 2;
-  EXPECT_NEAR(
-      PredictIteration(profile, SyncMode::kBlocking, 2, CollectiveLibrary::kNccl, link).iteration,
-      0.120, 1e-12);
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kBlocking, 2, link), 0.120, 1e-12);
 }
 
 TEST(ScalingModel, CpuCostFollowsTheCollectivesSize) {
@@ -269,16 +261,12 @@ TEST(ScalingModel, SmallBucketsCostTheSharedCoresMorePerByte) {
   EXPECT_NEAR(reduce_bcast.iteration, 0.125, 1e-12);
   // blocking: one allreduce of 17 MB, 2 x 17 at 1: (190 + 34) / 2 = 112; the wire's 90 + 17 +
   // 5 is the same.
-  EXPECT_NEAR(
-      PredictIteration(profile, SyncMode::kBlocking, 2, CollectiveLibrary::kNccl, link).iteration,
-      0.112, 1e-12);
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kBlocking, 2, link), 0.112, 1e-12);
   // The largest size's rate for every bucket (the calibration before the curve): 2 x 17 MB at
   // 1, (190 + 34) / 2 = 112 ms: 9 ms less for the same overlap.
   link.cpu_curve.clear();
   link.cpu = 1e-9;
-  EXPECT_NEAR(
-      PredictIteration(profile, SyncMode::kOverlap, 2, CollectiveLibrary::kNccl, link).iteration,
-      0.112, 1e-12);
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kOverlap, 2, link), 0.112, 1e-12);
 }
 
 // x (2 x 10) -> ip1 (100) -> ip2 (50) -> Euclidean loss.
