@@ -2,6 +2,7 @@
 
 #ifdef DOPPIO_WITH_ONEDNN
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ namespace doppio {
 // map). PROD and MAX are not oneDNN primitives and stay on the CAFFE engine. Forward runs in
 // the oneDNN layout all bottoms arrive in (else Caffe's), Backward in the one the top diff
 // arrives in, and each writes its results in the layout it ran in.
+// A bottom of coefficient 1 gets a copy of the top diff: where the fusion passes
+// (onednn_fusion.cpp) find that its one reader can do without, the copy is not made.
 class OnednnEltwiseLayer : public EltwiseLayer<float> {
  public:
   explicit OnednnEltwiseLayer(const LayerParameter& param) : EltwiseLayer<float>(param) {}
@@ -22,6 +25,17 @@ class OnednnEltwiseLayer : public EltwiseLayer<float> {
 
   // Why the engine cannot run a configuration ("" when it can), for the registry.
   static std::string Unsupported(const LayerParameter& param);
+
+  float coeff(int i) const { return coeffs_[i]; }
+  // From the next Reshape on, bottom i (coefficient 1) shares the top's diff: for a bottom
+  // whose diff only a Split reads, which then reads the top's.
+  void ShareDiffWithTop(int i);
+  // From the next Backward on, bottom i's diff (coefficient 1) is left unwritten: its reader
+  // (a fused BatchNorm) reads the top's diff where LeftToReader says so.
+  void LeaveDiffToReader(int i);
+  // Whether the last Backward left `bottom`'s diff to its reader and nothing has written it
+  // since (a user's write, or a Backward of its reader since, makes the diff its own again).
+  bool LeftToReader(const Blob<float>& bottom) const;
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -42,6 +56,15 @@ class OnednnEltwiseLayer : public EltwiseLayer<float> {
   std::vector<OnednnTensor> srcs_;
   // Per bottom: diff = coeff * top diff.
   std::vector<dnnl::eltwise_forward> scales_;
+  enum class BottomDiff { kWritten, kShared, kLeft };
+  std::vector<BottomDiff> bottom_diffs_;
+  // The diffs the last Backward left, and their write counts then.
+  struct LeftDiff {
+    const Blob<float>* blob;
+    const SyncedMemory* diff;
+    std::uint64_t writes;
+  };
+  std::vector<LeftDiff> left_;
 };
 
 }  // namespace doppio
