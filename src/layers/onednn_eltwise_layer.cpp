@@ -52,8 +52,13 @@ bool OnednnEltwiseLayer::LeftToReader(const Blob<float>& bottom) const {
 }
 
 void OnednnEltwiseLayer::PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms) {
-  const std::vector<dnnl::memory::desc> descs(bottoms, desc);
-  forward_ = dnnl::sum(dnnl::sum::primitive_desc(desc, coeffs_, descs, engine_));
+  if (fuses_relu()) {
+    forward_ = dnnl::binary(dnnl::binary::primitive_desc(
+        dnnl::binary::desc(dnnl::algorithm::binary_add, desc, desc, desc), PostOps(), engine_));
+  } else {
+    const std::vector<dnnl::memory::desc> descs(bottoms, desc);
+    forward_ = dnnl::sum(dnnl::sum::primitive_desc(desc, coeffs_, descs, engine_));
+  }
   const auto plain = OnednnPlainDesc(desc.dims());
   srcs_.assign(bottoms, OnednnTensor());
   for (auto& src : srcs_) src.Init(engine_, plain, desc);
@@ -76,6 +81,7 @@ void OnednnEltwiseLayer::PrepareBackward(const dnnl::memory::desc& desc) {
 }
 
 void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  CountForward();
   if (bottom[0]->count() == 0) return;
   UseOnednnThreads();
   // The layout every bottom arrives in, else Caffe's.
@@ -91,8 +97,9 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
   OnednnCall(this->Describe(), "sum forward", [&] {
     std::unordered_map<int, dnnl::memory> args;
     for (std::size_t i = 0; i < bottom.size(); ++i) {
-      args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] =
-          srcs_[i].Read(stream_, *bottom[i]->data());
+      const int arg = fuses_relu() ? DNNL_ARG_SRC_0 + static_cast<int>(i)
+                                   : DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i);
+      args[arg] = srcs_[i].Read(stream_, *bottom[i]->data());
     }
     args[DNNL_ARG_DST] = dst_.Write(*top[0]->data());
     forward_.execute(stream_, args);

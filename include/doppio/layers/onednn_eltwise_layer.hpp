@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "doppio/layers/eltwise_layer.hpp"
+#include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
@@ -18,7 +19,9 @@ namespace doppio {
 // arrives in, and each writes its results in the layout it ran in.
 // A bottom of coefficient 1 gets a copy of the top diff: where the fusion passes
 // (onednn_fusion.cpp) find that its one reader can do without, the copy is not made.
-class OnednnEltwiseLayer : public EltwiseLayer<float> {
+// Two bottoms of coefficient 1 (ResNet's shortcut) can compute the in-place ReLU after them
+// (OnednnReLUFusable): oneDNN's binary add with the ReLU as its post-op, one pass.
+class OnednnEltwiseLayer : public EltwiseLayer<float>, public OnednnReLUFusable {
  public:
   explicit OnednnEltwiseLayer(const LayerParameter& param) : EltwiseLayer<float>(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
@@ -26,6 +29,9 @@ class OnednnEltwiseLayer : public EltwiseLayer<float> {
   // Why the engine cannot run a configuration ("" when it can), for the registry.
   static std::string Unsupported(const LayerParameter& param);
 
+  bool CanFuseReLU() const override {
+    return coeffs_.size() == 2 && coeffs_[0] == 1.f && coeffs_[1] == 1.f;
+  }
   float coeff(int i) const { return coeffs_[i]; }
   // From the next Reshape on, bottom i (coefficient 1) shares the top's diff: for a bottom
   // whose diff only a Split reads, which then reads the top's.
@@ -48,10 +54,12 @@ class OnednnEltwiseLayer : public EltwiseLayer<float> {
   // The primitives for blobs in layout `desc` (OnednnElementwiseDesc).
   void PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms);
   void PrepareBackward(const dnnl::memory::desc& desc);
+  void RecreateForward() override { forward_desc_ = dnnl::memory::desc(); }
 
   int prepared_count_ = -1;
   dnnl::memory::desc forward_desc_, backward_desc_;
-  dnnl::sum forward_;
+  // The sum, or with the ReLU fused the binary add.
+  dnnl::primitive forward_;
   OnednnTensor dst_, diff_dst_, diff_src_;
   std::vector<OnednnTensor> srcs_;
   // Per bottom: diff = coeff * top diff.
