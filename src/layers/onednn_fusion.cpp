@@ -1,6 +1,7 @@
 // The oneDNN engine's fusion passes:
-// - a Convolution or InnerProduct whose output goes straight into an in-place ReLU computes
-//   the ReLU itself, as oneDNN's eltwise_relu post-op, and the ReLU's Forward does nothing.
+// - a Convolution, InnerProduct or Eltwise SUM of two (ResNet's shortcut) whose output goes
+//   straight into an in-place ReLU computes the ReLU itself, as oneDNN's eltwise_relu
+//   post-op, and the ReLU's Forward does nothing.
 //   One pass over the output instead of two, and no second call;
 // - a BatchNorm followed by an in-place Scale (ResNet's pattern), and maybe an in-place ReLU,
 //   computes all three in one batch normalization primitive with scale, shift and

@@ -18,6 +18,7 @@
 
 #include "doppio/core/net.hpp"
 #include "doppio/layers/onednn_eltwise_layer.hpp"
+#include "doppio/layers/onednn_relu_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 #include "engine_comparison.hpp"
 #include "test_util.hpp"
@@ -425,12 +426,15 @@ int LayerIndex(const Net<float>& net, const std::string& name) {
 TEST_F(OnednnLayoutsTest, ShortcutSumsGiveTheirBottomsTheTopDiffWithoutCopies) {
   // The CAFFE Eltwise copies its top's diff to each bottom; the oneDNN one does not where the
   // reader can read the top's: a's identity Split top shares b's diff, and the BatchNorms of
-  // a_branch1, a_2c and b_2c read their Eltwise's top diff.
+  // a_branch1, a_2c and b_2c read their Eltwise's top diff. The oneDNN one also computes the
+  // ReLU after it (binary add with a post-op).
   auto [lent, copied] = TwinNets(ResNetStage(), ResNetStage("eltwise_param { engine: CAFFE }"));
   const int sum = LayerIndex(*lent, "b");
   Blob<float>* identity = lent->bottom_vecs()[sum][0];
   const int last = static_cast<int>(lent->layers().size()) - 1;
   const auto& eltwise = dynamic_cast<const OnednnEltwiseLayer&>(*lent->layers()[sum]);
+  EXPECT_TRUE(dynamic_cast<const OnednnReLULayer&>(*lent->layer_by_name("b_relu")).fused());
+  EXPECT_FALSE(dynamic_cast<const OnednnReLULayer&>(*copied->layer_by_name("b_relu")).fused());
   for (int pass = 1; pass <= 2; ++pass) {
     const std::string when = "pass " + std::to_string(pass) + ": ";
     float loss[2];
