@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -112,10 +113,10 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
                                                flags),
       engine_, forward_pd));
   if (fused_relu_) workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine_);
-  // The input Backward reads, kept in the primitive's layout: the reorder that gives the
-  // primitive its input also keeps it (in place, the bottom is about to be overwritten).
+  // The input Backward reads, kept in the primitive's layout (in place, the bottom is about
+  // to be overwritten): Forward takes its buffer or copies it, and places kept_src_ there.
   src_ = dnnl::memory(data, engine_, DNNL_MEMORY_NONE);
-  kept_src_ = dnnl::memory(layout, engine_);
+  kept_src_ = dnnl::memory(layout, engine_, DNNL_MEMORY_NONE);
   keep_src_ = dnnl::reorder(src_, kept_src_);
   copy_src_ = dnnl::reorder(kept_src_, kept_src_);
   fused_dst_.Init(engine_, data, layout);
@@ -191,20 +192,31 @@ void OnednnBatchNormLayer::ForwardFused(const BlobVec& bottom, const BlobVec& to
   UseOnednnThreads();
   OnednnPlaceInWorkspace(fused_dst_);
   OnednnCall(this->Describe(), "batch normalization forward with scale and shift", [&] {
-    // A convolution before it leaves its output in this layout: copied as it is, not
-    // converted to Caffe's and back.
+    const std::size_t bytes = kept_src_.get_desc().get_size();
+    if (!kept_ || kept_->size() != bytes) kept_ = std::make_shared<SyncedMemory>(bytes);
+    // A convolution before it leaves its output in this layout: kept as it is, its buffer
+    // taken where it can be (ResNet-50 at batch 8: 53 copies, 28 ms of 1640 on one thread),
+    // else copied. Any other input is converted into the layout.
     SyncedMemory& input = *bottom[0]->data();
     const OnednnLayout* held = OnednnLayoutOf(input);
-    if (held != nullptr && held->desc() == kept_src_.get_desc()) {
-      dnnl::memory arrived(held->desc(), engine_, const_cast<void*>(input.raw_cpu_data()));
-      copy_src_.execute(stream_, arrived, kept_src_);
+    const bool arrived = held != nullptr && held->desc() == kept_src_.get_desc();
+    const bool take = arrived && CanTakeInput(*bottom[0]);
+    SyncedMemory* output = &input;
+    if (take) {
+      kept_src_.set_data_handle(const_cast<void*>(input.raw_cpu_data()));
+      output = kept_.get();
+    } else if (arrived) {
+      dnnl::memory in(held->desc(), engine_, const_cast<void*>(input.raw_cpu_data()));
+      kept_src_.set_data_handle(kept_->mutable_raw_cpu_data(nullptr));
+      copy_src_.execute(stream_, in, kept_src_);
     } else {
       src_.set_data_handle(const_cast<void*>(input.cpu_data()));
+      kept_src_.set_data_handle(kept_->mutable_raw_cpu_data(nullptr));
       keep_src_.execute(stream_, src_, kept_src_);
     }
     scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));
     Args args{{DNNL_ARG_SRC, kept_src_},
-              {DNNL_ARG_DST, fused_dst_.Write(*top[0]->data())},
+              {DNNL_ARG_DST, fused_dst_.Write(*output)},
               {DNNL_ARG_MEAN, mean_memory_},
               {DNNL_ARG_VARIANCE, variance_memory_},
               {DNNL_ARG_SCALE, scale_}};
@@ -216,8 +228,26 @@ void OnednnBatchNormLayer::ForwardFused(const BlobVec& bottom, const BlobVec& to
     forward_.execute(stream_, args);
     fused_dst_.Publish(stream_);
     stream_.wait();
+    if (take) {
+      // The blob (in place: bottom and top) now holds the output; the input stays here.
+      std::shared_ptr<SyncedMemory> taken = bottom[0]->data();
+      top[0]->SetDataMemory(kept_);
+      kept_ = std::move(taken);
+    }
   });
   if (!use_global_stats_) UpdateRunningSums();
+}
+
+bool OnednnBatchNormLayer::CanTakeInput(const Blob<float>& blob) const {
+  const std::shared_ptr<SyncedMemory>& data = blob.data();
+  // use_count: a Split's tops share their bottom's buffer; a view's bytes are another's.
+  return data.use_count() == 1 && !data->is_view() && data->size() == kept_->size() &&
+         data->size() == blob.count() * sizeof(float);
+}
+
+void OnednnBatchNormLayer::ReadDiffFromSum(const OnednnEltwiseLayer* sum, Blob<float>* sum_top) {
+  sum_ = sum;
+  sum_top_ = sum_top;
 }
 
 void OnednnBatchNormLayer::BackwardFused(const BlobVec& top, const BlobVec& bottom) {
@@ -226,8 +256,11 @@ void OnednnBatchNormLayer::BackwardFused(const BlobVec& top, const BlobVec& bott
   OnednnPlaceInWorkspace(fused_diff_dst_, fused_diff_src_);
   OnednnCall(this->Describe(), "batch normalization backward with scale and shift", [&] {
     scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));
+    // The Eltwise after it left this blob's diff unwritten: the same values are its top's.
+    const bool from_sum = sum_ != nullptr && sum_->LeftToReader(*top[0]);
+    SyncedMemory& diff_dst = from_sum ? *sum_top_->diff() : *top[0]->diff();
     Args args{{DNNL_ARG_SRC, kept_src_},
-              {DNNL_ARG_DIFF_DST, fused_diff_dst_.Read(stream_, *top[0]->diff())},
+              {DNNL_ARG_DIFF_DST, fused_diff_dst_.Read(stream_, diff_dst)},
               {DNNL_ARG_MEAN, mean_memory_},
               {DNNL_ARG_VARIANCE, variance_memory_},
               {DNNL_ARG_SCALE, scale_},

@@ -143,7 +143,10 @@ void OnednnConvolutionLayer::PrepareBackward() {
   backward_data_ = dnnl::convolution_backward_data(data_pd);
   data_diff_dst_.Init(engine_, OnednnPlainDesc(s.dst), data_pd.diff_dst_desc());
   diff_src_.Init(engine_, OnednnPlainDesc(s.src), data_pd.diff_src_desc());
-  data_weights_.Init(engine_, OnednnPlainDesc(s.weights), data_pd.weights_desc());
+  share_weights_ = data_pd.weights_desc() == forward_pd_.weights_desc();
+  if (!share_weights_) {
+    data_weights_.Init(engine_, OnednnPlainDesc(s.weights), data_pd.weights_desc());
+  }
 
   const auto weights_pd = WithDirectFallback(algorithm_, [&](dnnl::algorithm algorithm) {
     const auto desc = bias_term_
@@ -216,10 +219,10 @@ void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
         const dnnl::memory& diff_dst = share_diff_dst_ && (weight_diff || bias_diff)
                                            ? weights_diff_dst_.primitive()
                                            : data_diff_dst_.Read(stream_, top_diff);
-        backward_data_.execute(stream_,
-                               {{DNNL_ARG_DIFF_DST, diff_dst},
-                                {DNNL_ARG_WEIGHTS, data_weights_.Get(stream_, *this->blobs_[0])},
-                                {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[i]->diff())}});
+        OnednnCachedParam& weights = share_weights_ ? weights_ : data_weights_;
+        backward_data_.execute(stream_, {{DNNL_ARG_DIFF_DST, diff_dst},
+                                         {DNNL_ARG_WEIGHTS, weights.Get(stream_, *this->blobs_[0])},
+                                         {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[i]->diff())}});
         diff_src_.Publish(stream_);
       }
     }

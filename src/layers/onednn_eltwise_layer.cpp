@@ -2,6 +2,8 @@
 
 #ifdef DOPPIO_WITH_ONEDNN
 
+#include <algorithm>
+
 #include "doppio/core/layer_registry.hpp"
 
 namespace doppio {
@@ -15,6 +17,12 @@ std::string OnednnEltwiseLayer::Unsupported(const LayerParameter& param) {
 
 void OnednnEltwiseLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   EltwiseLayer<float>::Reshape(bottom, top);
+  bottom_diffs_.resize(bottom.size(), BottomDiff::kWritten);
+  for (std::size_t i = 0; i < bottom.size(); ++i) {
+    if (bottom_diffs_[i] == BottomDiff::kShared && bottom[i] != top[0]) {
+      bottom[i]->ShareDiff(*top[0]);
+    }
+  }
   const int count = bottom[0]->count();
   if (count == prepared_count_) return;
   prepared_count_ = count;
@@ -22,9 +30,35 @@ void OnednnEltwiseLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   backward_desc_ = dnnl::memory::desc();
 }
 
+void OnednnEltwiseLayer::ShareDiffWithTop(int i) {
+  DOPPIO_ENSURE(coeffs_[i] == 1.f) << this->Describe() << ": bottom " << i << " has coefficient "
+                                   << coeffs_[i] << ", and only a diff of coefficient 1 is shared";
+  bottom_diffs_.resize(coeffs_.size(), BottomDiff::kWritten);
+  bottom_diffs_[i] = BottomDiff::kShared;
+}
+
+void OnednnEltwiseLayer::LeaveDiffToReader(int i) {
+  DOPPIO_ENSURE(coeffs_[i] == 1.f) << this->Describe() << ": bottom " << i << " has coefficient "
+                                   << coeffs_[i] << ", and only a diff of coefficient 1 is left";
+  bottom_diffs_.resize(coeffs_.size(), BottomDiff::kWritten);
+  bottom_diffs_[i] = BottomDiff::kLeft;
+}
+
+bool OnednnEltwiseLayer::LeftToReader(const Blob<float>& bottom) const {
+  const SyncedMemory* diff = bottom.diff().get();
+  return std::any_of(left_.begin(), left_.end(), [&](const LeftDiff& left) {
+    return left.blob == &bottom && left.diff == diff && left.writes == diff->write_count();
+  });
+}
+
 void OnednnEltwiseLayer::PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms) {
-  const std::vector<dnnl::memory::desc> descs(bottoms, desc);
-  forward_ = dnnl::sum(dnnl::sum::primitive_desc(desc, coeffs_, descs, engine_));
+  if (fuses_relu()) {
+    forward_ = dnnl::binary(dnnl::binary::primitive_desc(
+        dnnl::binary::desc(dnnl::algorithm::binary_add, desc, desc, desc), PostOps(), engine_));
+  } else {
+    const std::vector<dnnl::memory::desc> descs(bottoms, desc);
+    forward_ = dnnl::sum(dnnl::sum::primitive_desc(desc, coeffs_, descs, engine_));
+  }
   const auto plain = OnednnPlainDesc(desc.dims());
   srcs_.assign(bottoms, OnednnTensor());
   for (auto& src : srcs_) src.Init(engine_, plain, desc);
@@ -47,6 +81,7 @@ void OnednnEltwiseLayer::PrepareBackward(const dnnl::memory::desc& desc) {
 }
 
 void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
+  CountForward();
   if (bottom[0]->count() == 0) return;
   UseOnednnThreads();
   // The layout every bottom arrives in, else Caffe's.
@@ -62,8 +97,9 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
   OnednnCall(this->Describe(), "sum forward", [&] {
     std::unordered_map<int, dnnl::memory> args;
     for (std::size_t i = 0; i < bottom.size(); ++i) {
-      args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] =
-          srcs_[i].Read(stream_, *bottom[i]->data());
+      const int arg = fuses_relu() ? DNNL_ARG_SRC_0 + static_cast<int>(i)
+                                   : DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i);
+      args[arg] = srcs_[i].Read(stream_, *bottom[i]->data());
     }
     args[DNNL_ARG_DST] = dst_.Write(*top[0]->data());
     forward_.execute(stream_, args);
@@ -74,7 +110,20 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
 
 void OnednnEltwiseLayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                       const BlobVec& bottom) {
+  left_.clear();
   if (bottom[0]->count() == 0) return;
+  // The bottoms whose diffs are written: not those that share the top's, not those left.
+  std::vector<int> written;
+  for (std::size_t i = 0; i < bottom.size(); ++i) {
+    if (!propagate_down[i]) continue;
+    const SyncedMemory& diff = *bottom[i]->diff();
+    if (bottom_diffs_[i] == BottomDiff::kLeft) {
+      left_.push_back({bottom[i], &diff, diff.write_count()});
+    } else if (bottom_diffs_[i] == BottomDiff::kWritten || &diff != top[0]->diff().get()) {
+      written.push_back(static_cast<int>(i));
+    }
+  }
+  if (written.empty()) return;
   UseOnednnThreads();
   // In the layout the top diff arrives in: each bottom diff is a multiple of it.
   const auto desc = OnednnElementwiseDesc(*top[0]->diff(), prepared_count_);
@@ -85,10 +134,9 @@ void OnednnEltwiseLayer::Backward_cpu(const BlobVec& top, const std::vector<bool
   OnednnCall(this->Describe(), "sum backward (eltwise linear)", [&] {
     const dnnl::memory& diff_dst = diff_dst_.Read(stream_, *top[0]->diff());
     // Last to first: an in-place bottom[0] shares the top diff, which the others read.
-    for (int i = static_cast<int>(bottom.size()) - 1; i >= 0; --i) {
-      if (!propagate_down[i]) continue;
-      scales_[i].execute(
-          stream_, {{DNNL_ARG_SRC, diff_dst}, {DNNL_ARG_DST, diff_src_.Write(*bottom[i]->diff())}});
+    for (auto i = written.rbegin(); i != written.rend(); ++i) {
+      scales_[*i].execute(stream_, {{DNNL_ARG_SRC, diff_dst},
+                                    {DNNL_ARG_DST, diff_src_.Write(*bottom[*i]->diff())}});
       diff_src_.Publish(stream_);
     }
     stream_.wait();

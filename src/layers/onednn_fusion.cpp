@@ -1,17 +1,23 @@
 // The oneDNN engine's fusion passes:
-// - a Convolution or InnerProduct whose output goes straight into an in-place ReLU computes
-//   the ReLU itself, as oneDNN's eltwise_relu post-op, and the ReLU's Forward does nothing.
+// - a Convolution, InnerProduct or Eltwise SUM of two (ResNet's shortcut) whose output goes
+//   straight into an in-place ReLU computes the ReLU itself, as oneDNN's eltwise_relu
+//   post-op, and the ReLU's Forward does nothing.
 //   One pass over the output instead of two, and no second call;
 // - a BatchNorm followed by an in-place Scale (ResNet's pattern), and maybe an in-place ReLU,
 //   computes all three in one batch normalization primitive with scale, shift and
 //   fuse_norm_relu, forward and backward: two passes over the activations instead of five
-//   each way, and no copy of the Scale's input.
+//   each way, and no copy of the Scale's input;
+// - an Eltwise SUM leaves a bottom's diff of coefficient 1, a copy of its top's, to a reader
+//   that can read the top's diff instead.
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "doppio/core/layer_fusion.hpp"
 #include "doppio/layers/onednn_batch_norm_layer.hpp"
+#include "doppio/layers/onednn_eltwise_layer.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
 #include "doppio/layers/onednn_scale_layer.hpp"
@@ -123,6 +129,83 @@ void FuseBatchNormScaleReLU(const Net<float>& net) {
 }
 
 const LayerFusionRegisterer<float> g_fuse_batch_norm_scale_relu(FuseBatchNormScaleReLU);
+
+// The layers that read or write `blob`, in the net's order.
+std::vector<int> Touching(const Net<float>& net, const Blob<float>* blob) {
+  std::vector<int> layers;
+  for (int j = 0; j < static_cast<int>(net.layers().size()); ++j) {
+    const auto& bottom = net.bottom_vecs()[j];
+    const auto& top = net.top_vecs()[j];
+    if (std::count(bottom.begin(), bottom.end(), blob) + std::count(top.begin(), top.end(), blob))
+      layers.push_back(j);
+  }
+  return layers;
+}
+
+// The fused BatchNorm whose in-place chain (the BatchNorm, then its fused Scale and ReLU)
+// writes `blob` last before the layer touching.back(), with nothing else reading or writing
+// it between: its index, or -1. `touching`: Touching(net, blob).
+int FusedBatchNormBefore(const Net<float>& net, const Blob<float>* blob,
+                         const std::vector<int>& touching) {
+  for (auto j = touching.rbegin() + 1; j != touching.rend(); ++j) {
+    if (!InPlaceOn(net, *j, blob)) return -1;
+    Layer<float>* layer = net.layers()[*j].get();
+    if (auto* batch_norm = dynamic_cast<OnednnBatchNormLayer*>(layer)) {
+      return batch_norm->fused() ? *j : -1;
+    }
+    auto* guest = dynamic_cast<OnednnFusionGuest*>(layer);
+    if (guest == nullptr || !guest->fused()) return -1;
+  }
+  return -1;
+}
+
+// Eltwise SUM's Backward gives a bottom of coefficient 1 a copy of the top's diff (ResNet-50's
+// shortcut additions: 32 copies of up to 25 MB at batch 8). The top's diff is not written
+// after the Eltwise's Backward (its writers, the top's readers, ran before it), so a reader
+// that reads the top's diff instead reads what the copy would hold. No copy is made where:
+// - the bottom is a Split's top that only the Eltwise reads: the Split's Backward only reads
+//   its tops' diffs, so the bottom shares the top's diff for good;
+// - the bottom is the in-place blob of a fused BatchNorm (+ Scale + ReLU) that only the
+//   Eltwise reads after them, and the BatchNorm needs Backward: it reads the top's diff and
+//   writes the bottom's, which it overwrote in place before.
+// Every blob's diff after a Backward is then what Caffe's copies give; only between the
+// Eltwise's Backward and the BatchNorm's does the bottom's diff not hold the copy yet.
+void LendSumDiffs(const Net<float>& net) {
+  const auto& layers = net.layers();
+  for (int i = 0; i < static_cast<int>(layers.size()); ++i) {
+    auto* sum = dynamic_cast<OnednnEltwiseLayer*>(layers[i].get());
+    if (sum == nullptr) continue;
+    const auto& bottom = net.bottom_vecs()[i];
+    Blob<float>* top = net.top_vecs()[i][0];
+    for (int k = 0; k < static_cast<int>(bottom.size()); ++k) {
+      Blob<float>* blob = bottom[k];
+      if (blob == top || sum->coeff(k) != 1.f ||
+          std::count(bottom.begin(), bottom.end(), blob) != 1) {
+        continue;
+      }
+      const std::vector<int> touching = Touching(net, blob);
+      if (touching.back() != i || touching.size() < 2) continue;
+      const int writer = touching[touching.size() - 2];
+      const auto& writer_bottom = net.bottom_vecs()[writer];
+      if (touching.size() == 2 && std::string(layers[writer]->type()) == "Split" &&
+          std::find(writer_bottom.begin(), writer_bottom.end(), blob) == writer_bottom.end()) {
+        sum->ShareDiffWithTop(k);
+        LOG(INFO) << sum->Describe() << " shares its top's diff with bottom " << k << ", which "
+                  << layers[writer]->Describe() << " alone reads";
+        continue;
+      }
+      const int j = FusedBatchNormBefore(net, blob, touching);
+      if (j < 0 || !net.layer_need_backward()[j]) continue;
+      auto* batch_norm = static_cast<OnednnBatchNormLayer*>(layers[j].get());
+      batch_norm->ReadDiffFromSum(sum, top);
+      sum->LeaveDiffToReader(k);
+      LOG(INFO) << batch_norm->Describe() << " reads its top's diff from " << sum->Describe()
+                << "'s top, which leaves bottom " << k << "'s unwritten";
+    }
+  }
+}
+
+const LayerFusionRegisterer<float> g_lend_sum_diffs(LendSumDiffs);
 
 }  // namespace
 

@@ -9,12 +9,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "doppio/core/net.hpp"
+#include "doppio/layers/onednn_eltwise_layer.hpp"
+#include "doppio/layers/onednn_relu_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 #include "engine_comparison.hpp"
 #include "test_util.hpp"
@@ -123,22 +127,38 @@ std::string BnScaleRelu(const std::string& name, bool relu) {
   return text;
 }
 
-// A ResNet-50 bottleneck with a projection shortcut, then an identity one.
+// A ResNet-50 bottleneck `name` on `bottom`: 1x1, 3x3 (of `stride`), 1x1 convolutions, each
+// with BatchNorm + Scale, added to the shortcut, a projection (a strided 1x1 convolution with
+// BatchNorm + Scale) or the bottom itself, then a ReLU. `sum_params` go to the Eltwise.
+std::string Bottleneck(const std::string& name, const std::string& bottom, int stride,
+                       bool projection, const std::string& sum_params = "") {
+  const std::string shortcut = projection ? name + "_branch1" : bottom;
+  std::string text;
+  if (projection) text += Conv(shortcut, bottom, 64, 1, 0, stride) + BnScaleRelu(shortcut, false);
+  text += Conv(name + "_2a", bottom, 16, 1) + BnScaleRelu(name + "_2a", true);
+  text += Conv(name + "_2b", name + "_2a", 16, 3, 1, stride) + BnScaleRelu(name + "_2b", true);
+  text += Conv(name + "_2c", name + "_2b", 64, 1) + BnScaleRelu(name + "_2c", false);
+  text += "layer { name: '" + name + "' type: 'Eltwise' bottom: '" + shortcut + "' bottom: '" +
+          name + "_2c' top: '" + name + "' " + sum_params + " }\n";
+  return text + Layer(name + "_relu", "ReLU", name, name);
+}
+
+std::string Stem() {
+  return Input(3, 10) + Conv("stem", "data", 32, 3, 1) + BnScaleRelu("stem", true);
+}
+
+// Two bottlenecks with projection shortcuts, the second strided.
 std::string ResNetBlock() {
-  std::string text = Input(3, 10) + Conv("stem", "data", 32, 3, 1) + BnScaleRelu("stem", true);
-  text += Conv("a_branch1", "stem", 64, 1) + BnScaleRelu("a_branch1", false);
-  text += Conv("a_2a", "stem", 16, 1) + BnScaleRelu("a_2a", true);
-  text += Conv("a_2b", "a_2a", 16, 3, 1) + BnScaleRelu("a_2b", true);
-  text += Conv("a_2c", "a_2b", 64, 1) + BnScaleRelu("a_2c", false);
-  text += "layer { name: 'a' type: 'Eltwise' bottom: 'a_branch1' bottom: 'a_2c' top: 'a' }\n" +
-          Layer("a_relu", "ReLU", "a", "a");
-  text += Conv("b_2a", "a", 16, 1) + BnScaleRelu("b_2a", true);
-  text += Conv("b_2b", "b_2a", 16, 3, 1, 2) + BnScaleRelu("b_2b", true);
-  text += Conv("b_2c", "b_2b", 64, 1) + BnScaleRelu("b_2c", false);
-  text += Conv("b_branch1", "a", 64, 1, 0, 2) + BnScaleRelu("b_branch1", false);
-  text += "layer { name: 'b' type: 'Eltwise' bottom: 'b_branch1' bottom: 'b_2c' top: 'b' }\n" +
-          Layer("b_relu", "ReLU", "b", "b");
-  return text + Pool("pool", "b", "AVE", 5, 1) + Head("pool", 0);
+  return Stem() + Bottleneck("a", "stem", 1, true) + Bottleneck("b", "a", 2, true) +
+         Pool("pool", "b", "AVE", 5, 1) + Head("pool", 0);
+}
+
+// A stage's start: a projection shortcut, then an identity one (the Split of a's output read
+// by the Eltwise itself).
+std::string ResNetStage(const std::string& sum_params = "") {
+  return Stem() + Bottleneck("a", "stem", 1, true, sum_params) +
+         Bottleneck("b", "a", 1, false, sum_params) + Pool("pool", "b", "AVE", 5, 1) +
+         Head("pool", 0);
 }
 
 std::unique_ptr<Net<float>> MakeNet(const std::string& text) {
@@ -367,6 +387,117 @@ TEST_F(OnednnLayoutsTest, CaffeLayerReadsCaffeLayout) {
   ExpectClose(conv.cpu_data(), caffe.blob_by_name("conv1")->cpu_data(), conv.count(), 1e-5,
               "conv1");
 }
+
+// Two TRAIN nets of `text` and `other` with the same Gaussian input, labels and parameters.
+std::pair<std::unique_ptr<Net<float>>, std::unique_ptr<Net<float>>> TwinNets(
+    const std::string& text, const std::string& other) {
+  auto first = MakeNet(text);
+  auto second = MakeNet(other);
+  Rng rng(17);
+  FillGaussian(first->blob_by_name("data").get(), rng);
+  Blob<float>& label = *first->blob_by_name("label");
+  for (int i = 0; i < label.count(); ++i) label.mutable_cpu_data()[i] = static_cast<float>(i % 5);
+  CopyDataAndParams(*first, *second);
+  second->blob_by_name("label")->CopyFrom(label);
+  return {std::move(first), std::move(second)};
+}
+
+// Every blob's data and diff and every parameter gradient of `got` against `want`'s.
+void ExpectSameBlobs(const Net<float>& got, const Net<float>& want, const std::string& when) {
+  for (const std::string& name : want.blob_names()) {
+    const Blob<float>& expected = *want.blob_by_name(name);
+    const Blob<float>& actual = *got.blob_by_name(name);
+    ExpectClose(actual.cpu_data(), expected.cpu_data(), expected.count(), 1e-6, when + name);
+    ExpectClose(actual.cpu_diff(), expected.cpu_diff(), expected.count(), 1e-6,
+                when + name + " diff");
+  }
+  for (std::size_t p = 0; p < want.learnable_params().size(); ++p) {
+    const Blob<float>& expected = *want.learnable_params()[p];
+    ExpectClose(got.learnable_params()[p]->cpu_diff(), expected.cpu_diff(), expected.count(), 1e-6,
+                when + "gradient of learnable blob " + std::to_string(p));
+  }
+}
+
+int LayerIndex(const Net<float>& net, const std::string& name) {
+  const auto& names = net.layer_names();
+  return static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
+}
+
+TEST_F(OnednnLayoutsTest, ShortcutSumsGiveTheirBottomsTheTopDiffWithoutCopies) {
+  // The CAFFE Eltwise copies its top's diff to each bottom; the oneDNN one does not where the
+  // reader can read the top's: a's identity Split top shares b's diff, and the BatchNorms of
+  // a_branch1, a_2c and b_2c read their Eltwise's top diff. The oneDNN one also computes the
+  // ReLU after it (binary add with a post-op).
+  auto [lent, copied] = TwinNets(ResNetStage(), ResNetStage("eltwise_param { engine: CAFFE }"));
+  const int sum = LayerIndex(*lent, "b");
+  Blob<float>* identity = lent->bottom_vecs()[sum][0];
+  const int last = static_cast<int>(lent->layers().size()) - 1;
+  const auto& eltwise = dynamic_cast<const OnednnEltwiseLayer&>(*lent->layers()[sum]);
+  EXPECT_TRUE(dynamic_cast<const OnednnReLULayer&>(*lent->layer_by_name("b_relu")).fused());
+  EXPECT_FALSE(dynamic_cast<const OnednnReLULayer&>(*copied->layer_by_name("b_relu")).fused());
+  for (int pass = 1; pass <= 2; ++pass) {
+    const std::string when = "pass " + std::to_string(pass) + ": ";
+    float loss[2];
+    lent->Forward(&loss[0]);
+    copied->Forward(&loss[1]);
+    EXPECT_EQ(loss[0], loss[1]) << when;
+    EXPECT_EQ(identity->diff(), lent->blob_by_name("b")->diff()) << when;
+    EXPECT_NE(copied->bottom_vecs()[sum][0]->diff(), copied->blob_by_name("b")->diff()) << when;
+    // Down to the Eltwise: b_2c's diff is left for its BatchNorm, then its own again.
+    lent->BackwardFromTo(last, sum);
+    EXPECT_TRUE(eltwise.LeftToReader(*lent->blob_by_name("b_2c"))) << when;
+    lent->BackwardFromTo(sum - 1, 0);
+    EXPECT_FALSE(eltwise.LeftToReader(*lent->blob_by_name("b_2c"))) << when;
+    copied->Backward();
+    ExpectSameBlobs(*lent, *copied, when);
+  }
+}
+
+TEST_F(OnednnLayoutsTest, ADiffWrittenAfterTheShortcutSumIsTheOneRead) {
+  // A diff written between the Eltwise's Backward and its BatchNorm's (here by the test) is
+  // the one that BatchNorm reads, as in Caffe.
+  auto [lent, copied] = TwinNets(ResNetStage(), ResNetStage("eltwise_param { engine: CAFFE }"));
+  const int sum = LayerIndex(*lent, "b");
+  const int last = static_cast<int>(lent->layers().size()) - 1;
+  Rng rng(23);
+  Blob<float> written(lent->blob_by_name("b_2c")->shape());
+  FillGaussian(&written, rng);
+  for (Net<float>* net : {lent.get(), copied.get()}) {
+    net->Forward();
+    net->BackwardFromTo(last, sum);
+    Blob<float>& diff = *net->blob_by_name("b_2c");
+    std::copy_n(written.cpu_data(), written.count(), diff.mutable_cpu_diff());
+    net->BackwardFromTo(sum - 1, 0);
+  }
+  ExpectSameBlobs(*lent, *copied, "");
+}
+
+TEST_F(OnednnLayoutsTest, BatchNormTakesItsInputsBufferInsteadOfCopying) {
+  // A fused in-place BatchNorm keeps its blocked input for Backward by taking the blob's
+  // buffer, and gives the blob one of its own for the output. Where something else holds the
+  // buffer too (here the test), it copies the input instead: the same results.
+  auto [taking, copying] = TwinNets(ResNetStage(), ResNetStage());
+  std::vector<std::shared_ptr<SyncedMemory>> held;
+  for (const auto& blob : copying->blobs()) held.push_back(blob->data());
+  for (int pass = 1; pass <= 2; ++pass) {
+    const std::string when = "pass " + std::to_string(pass) + ": ";
+    const SyncedMemory* before = taking->blob_by_name("a_2c")->data().get();
+    float loss[2];
+    taking->Forward(&loss[0]);
+    copying->Forward(&loss[1]);
+    EXPECT_EQ(loss[0], loss[1]) << when;
+    EXPECT_NE(taking->blob_by_name("a_2c")->data().get(), before) << when;
+    EXPECT_NE(OnednnLayoutOf(*taking->blob_by_name("a_2c")->data()), nullptr) << when;
+    for (std::size_t b = 0; b < held.size(); ++b) {
+      EXPECT_EQ(copying->blobs()[b]->data(), held[b]) << when << copying->blob_names()[b];
+    }
+    taking->Backward();
+    copying->Backward();
+    ExpectSameBlobs(*taking, *copying, when);
+  }
+}
+
+TEST_F(OnednnLayoutsTest, ResNetStageKeepsResults) { ExpectSameResults(ResNetStage(), "b_2c"); }
 
 }  // namespace
 }  // namespace doppio

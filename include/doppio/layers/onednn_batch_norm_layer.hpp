@@ -2,9 +2,11 @@
 
 #ifdef DOPPIO_WITH_ONEDNN
 
+#include <memory>
 #include <vector>
 
 #include "doppio/layers/batch_norm_layer.hpp"
+#include "doppio/layers/onednn_eltwise_layer.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 
@@ -23,7 +25,9 @@ namespace doppio {
 // fuse_norm_relu) computes all of them, in a blocked layout where oneDNN has a jit kernel:
 // Forward keeps the input in that layout instead of x_norm_ (which then stays unallocated),
 // Backward runs oneDNN's backward on it with the statistics Forward used and adds the scale
-// and shift gradients to the Scale's parameter diffs.
+// and shift gradients to the Scale's parameter diffs. The input arriving in that layout (a
+// convolution's output) is kept without a copy: the output goes to a buffer of the layer's,
+// which becomes the blob's, and the blob's old buffer, the input, becomes the kept one.
 class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHost {
  public:
   explicit OnednnBatchNormLayer(const LayerParameter& param) : BatchNormLayer<float>(param) {}
@@ -33,6 +37,10 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   // value per channel, and maybe a bias) and, with `relu`, a ReLU of slope 0 after it.
   void FuseScale(Layer<float>* scale, bool relu);
   bool fused() const { return scale_layer_ != nullptr; }
+  // Fused, with the in-place blob an Eltwise SUM's bottom of coefficient 1: Backward reads
+  // that bottom's diff, a copy of the Eltwise top's, from the top itself where `sum` left it
+  // unwritten (OnednnEltwiseLayer::LeftToReader).
+  void ReadDiffFromSum(const OnednnEltwiseLayer* sum, Blob<float>* sum_top);
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -46,6 +54,9 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   void BackwardFused(const BlobVec& top, const BlobVec& bottom);
   // Caffe's running sums from this batch's mean and (biased) variance.
   void UpdateRunningSums();
+  // Whether the input, held in the primitive's layout, can be kept by taking the blob's
+  // buffer: nothing but the blob holds it, and it is no view of another buffer.
+  bool CanTakeInput(const Blob<float>& blob) const;
   float* Values(dnnl::memory& memory) { return static_cast<float*>(memory.get_data_handle()); }
 
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
@@ -60,14 +71,20 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   // and the gradient of that scale, which oneDNN computes and nothing reads.
   dnnl::memory mean_memory_, variance_memory_, zero_mean_, unit_variance_, scale_, diff_scale_;
   // Fused: the Scale layer whose blobs are the scale and shift, whether a ReLU follows, the
-  // shift's gradient, the ReLU's workspace, the input kept in the primitive's
-  // layout, and the tensors reordered around the primitive.
+  // shift's gradient, the ReLU's workspace, and the tensors reordered around the primitive.
   Layer<float>* scale_layer_ = nullptr;
   bool fused_relu_ = false;
-  dnnl::memory shift_, diff_shift_, workspace_, kept_src_;
-  // keep_src_ keeps an input in Caffe's layout, copy_src_ one that arrives in the primitive's.
-  dnnl::reorder keep_src_, copy_src_;
+  dnnl::memory shift_, diff_shift_, workspace_;
   OnednnTensor fused_dst_, fused_diff_dst_, fused_diff_src_;
+  // The input Backward reads, in the primitive's layout: the blob's buffer Forward took, or a
+  // copy reordered into a buffer of the layer's (an input arriving in another layout); then
+  // the next Forward's output buffer where it takes the input again. kept_src_ views it.
+  std::shared_ptr<SyncedMemory> kept_;
+  dnnl::memory kept_src_;
+  dnnl::reorder keep_src_, copy_src_;
+  // ReadDiffFromSum's Eltwise and its top.
+  const OnednnEltwiseLayer* sum_ = nullptr;
+  Blob<float>* sum_top_ = nullptr;
 };
 
 }  // namespace doppio

@@ -70,6 +70,9 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLU
   OnednnParamGradient diff_weights_, diff_bias_;
   // Both backward primitives want the top diff in the same layout: it is reordered once.
   bool share_diff_dst_ = false;
+  // Backward data wants the weights in the forward's layout (Winograd's 3x3 kernels): it reads
+  // the forward's cached copy, and the weights are reordered once per update, not twice.
+  bool share_weights_ = false;
 };
 
 }  // namespace doppio

@@ -68,6 +68,7 @@ class OnednnReLUFusable : public OnednnFusionHost {
  protected:
   // Recreates the forward primitive, where one exists, with the post-op.
   virtual void RecreateForward() = 0;
+  bool fuses_relu() const { return fuse_relu_; }
   // The attributes of the forward primitive: the post-op once FuseReLU was called.
   dnnl::primitive_attr PostOps() const {
     dnnl::primitive_attr attr;
