@@ -209,20 +209,29 @@ std::unique_ptr<Net<float>> AfterOnePass(const std::string& text, std::uint64_t 
   return net;
 }
 
-// Gives `blocked` the inputs and parameters of `plain`, runs both forward and backward twice
-// (parameter gradients accumulate; the second time after reading every blob, which turns
-// them to Caffe's layout between Forward and Backward), and compares the results.
+// Two TRAIN nets of `text` and `other` with the same Gaussian input (from `seed`), labels and
+// parameters.
+std::pair<std::unique_ptr<Net<float>>, std::unique_ptr<Net<float>>> TwinNets(
+    const std::string& text, const std::string& other, std::uint64_t seed = 17) {
+  auto first = MakeNet(text);
+  auto second = MakeNet(other);
+  Rng rng(seed);
+  FillGaussian(first->blob_by_name("data").get(), rng);
+  Blob<float>& label = *first->blob_by_name("label");
+  for (int i = 0; i < label.count(); ++i) label.mutable_cpu_data()[i] = static_cast<float>(i % 5);
+  CopyDataAndParams(*first, *second);
+  second->blob_by_name("label")->CopyFrom(label);
+  return {std::move(first), std::move(second)};
+}
+
+// Two nets of `text` with the same inputs and parameters (TwinNets), one of them keeping
+// oneDNN's blocked layouts: runs both forward and backward twice (parameter gradients
+// accumulate; the second time after reading every blob, which turns them to Caffe's layout
+// between Forward and Backward), and compares the results.
 // `kept` names a blob whose data must hold a oneDNN layout after the first pass (in the ResNet
 // block, a BatchNorm + Scale fused into one primitive's output).
 void ExpectSameResults(const std::string& text, const std::string& kept) {
-  const auto plain = MakeNet(text);
-  const auto blocked = MakeNet(text);
-  Rng rng(11);
-  FillGaussian(plain->blob_by_name("data").get(), rng);
-  Blob<float>& label = *plain->blob_by_name("label");
-  for (int i = 0; i < label.count(); ++i) label.mutable_cpu_data()[i] = static_cast<float>(i % 5);
-  CopyDataAndParams(*plain, *blocked);
-  blocked->blob_by_name("label")->CopyFrom(label);
+  const auto [plain, blocked] = TwinNets(text, text, 11);
   const double tolerance = 1e-5;
   for (int pass = 1; pass <= 2; ++pass) {
     const std::string when = "pass " + std::to_string(pass) + ": ";
@@ -386,20 +395,6 @@ TEST_F(OnednnLayoutsTest, CaffeLayerReadsCaffeLayout) {
   caffe.Forward();
   ExpectClose(conv.cpu_data(), caffe.blob_by_name("conv1")->cpu_data(), conv.count(), 1e-5,
               "conv1");
-}
-
-// Two TRAIN nets of `text` and `other` with the same Gaussian input, labels and parameters.
-std::pair<std::unique_ptr<Net<float>>, std::unique_ptr<Net<float>>> TwinNets(
-    const std::string& text, const std::string& other) {
-  auto first = MakeNet(text);
-  auto second = MakeNet(other);
-  Rng rng(17);
-  FillGaussian(first->blob_by_name("data").get(), rng);
-  Blob<float>& label = *first->blob_by_name("label");
-  for (int i = 0; i < label.count(); ++i) label.mutable_cpu_data()[i] = static_cast<float>(i % 5);
-  CopyDataAndParams(*first, *second);
-  second->blob_by_name("label")->CopyFrom(label);
-  return {std::move(first), std::move(second)};
 }
 
 // Every blob's data and diff and every parameter gradient of `got` against `want`'s.
