@@ -286,10 +286,32 @@ def prediction_requests(validation, args):
     return requests
 
 
+def bandwidth_curve(calibration):
+    """The link's rate by message size, (bytes, Gbit/s): as --calibrate wrote it, or (for
+    calibrations from before 2026-11-26 23:00, which kept only the ping-pong points) from its
+    ping-pong points by the same rule: from 64 KB up, each message's time beyond alpha per
+    byte. Empty without ping-pong points."""
+    if "bandwidth_curve" in calibration:
+        return [tuple(point) for point in calibration["bandwidth_curve"]]
+    alpha = calibration["latency_us"] * 1e-6
+    curve = []
+    for size, seconds in calibration.get("ping_pong", []):
+        if size >= 65536:
+            beta = max(0.0, seconds - alpha) / size
+            curve.append((size, 8 / beta / 1e9 if beta > 0 else 1e6))
+    return curve
+
+
 def calibrated_flags(calibration, cpu=True):
     flags = [f"--latency_us={calibration['latency_us']}",
              f"--bandwidth_gbps={calibration['bandwidth_gbps']}",
              f"--reduce_gbs={calibration['reduce_gbs']}"]
+    curve = bandwidth_curve(calibration)
+    if curve:
+        flags.append("--bandwidth_curve=" + ",".join(f"{int(size)}:{gbps:.6g}"
+                                                     for size, gbps in curve))
+    if "broadcast_factor" in calibration:
+        flags.append(f"--broadcast_factor={calibration['broadcast_factor']}")
     if cpu:
         # The CPU cost by the collective's size where the calibration measured it (since
         # 2026-11-26 17:30), else the largest allreduce's for every size.

@@ -13,6 +13,8 @@ namespace {
 // The smallest allreduce whose CPU cost is measured: below it the stretch is lost in the
 // spin's noise, and the model takes this size's cost.
 constexpr double kMinCpuCurveBytes = 65536;
+// The smallest message whose beta is measured: below it alpha hides the bytes.
+constexpr double kMinBetaCurveBytes = 65536;
 // A spin at least this long, and at least this many seconds of spinning per size.
 constexpr double kMinSpinSeconds = 0.02;
 constexpr double kSpinSecondsAPoint = 1.0;
@@ -102,6 +104,13 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
     slope_den += point.bytes * point.bytes;
   }
   link.beta = std::max(0.0, slope_den > 0 ? slope_num / slope_den : 0.0);
+  // beta by size: what each message from 64 KB up took beyond alpha, per byte (below, alpha
+  // is all there is to see).
+  for (const auto& point : result.ping_pong) {
+    if (point.bytes < kMinBetaCurveBytes) continue;
+    link.beta_curve.push_back(
+        {point.bytes, std::max(0.0, point.seconds - link.alpha) / point.bytes});
+  }
 
   std::vector<float> gradients(static_cast<std::size_t>(sizes.back() / sizeof(float)), 1.f);
   for (double bytes : sizes) {
@@ -133,6 +142,39 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
     gamma_den += reduced * reduced;
   }
   link.gamma = std::max(0.0, gamma_den > 0 ? gamma_num / gamma_den : 0.0);
+
+  // The broadcast from rank 0, as GradientSync sends the weights: the share of beta its bytes
+  // cost on the root's link, the least-squares slope of its time beyond alpha against the
+  // model's wire time (the largest sizes set it).
+  double factor_num = 0, factor_den = 0;
+  LinkCost latency_only;
+  latency_only.alpha = link.alpha;
+  for (double bytes : sizes) {
+    const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / 4);
+    std::vector<double> times;
+    for (int run = -1; run < repeats; ++run) {
+      comm->Barrier("calibration: start");
+      const double start = CommClockSeconds();
+      comm->IBroadcast(gradients.data(), count, CommType::kFloat, 0, MemoryKind::kHost,
+                       "calibration: broadcast")
+          ->Wait();
+      const double seconds = Slowest(comm, CommClockSeconds() - start);
+      if (run >= 0) times.push_back(seconds);
+    }
+    const CalibrationPoint point{count * 4.0, Median(times), 0};
+    result.broadcast.push_back(point);
+    const auto broadcast = [&](const LinkCost& cost) {
+      return CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, point.bytes,
+                               result.ranks, cost);
+    };
+    LinkCost wire_only = latency_only;
+    wire_only.alpha = 0;
+    wire_only.beta = link.beta;
+    const double wire = broadcast(wire_only);
+    factor_num += wire * (point.seconds - broadcast(latency_only));
+    factor_den += wire * wire;
+  }
+  if (factor_den > 0 && factor_num > 0) link.broadcast_factor = factor_num / factor_den;
 
   // The stretch of a spin by one allreduce of each size from 64 KB up. The spin lasts about
   // three of those allreduces, so that it ends while every rank still computes; every rank
@@ -181,6 +223,10 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
   link.shared_cores = shared_cores;
   result.link = link;
   for (auto& point : result.ping_pong) point.predicted = link.alpha + point.bytes * link.beta;
+  for (auto& point : result.broadcast) {
+    point.predicted = CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast,
+                                        point.bytes, result.ranks, link);
+  }
   for (auto& point : result.allreduce) {
     point.predicted = CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce,
                                         point.bytes, result.ranks, link);

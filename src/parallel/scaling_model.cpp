@@ -97,11 +97,28 @@ PieceCost OpenMpiRootedPiece(CollectiveKind kind, double bytes, int ranks, const
     }
     return {BinomialReduce(bytes, ranks, link), rounds * bytes * (link.beta + link.gamma)};
   }
+  LinkCost fanning_out = link;
+  fanning_out.beta *= link.broadcast_factor;
   if (ranks <= 4) {
     // Linear: the root sends to every other rank at once.
-    return {link.alpha + (ranks - 1) * bytes * link.beta, (ranks - 1) * bytes * link.beta};
+    const double pace = (ranks - 1) * bytes * fanning_out.beta;
+    return {link.alpha + pace, pace};
   }
-  return {BinomialBroadcast(bytes, ranks, link), rounds * bytes * link.beta};
+  return {BinomialBroadcast(bytes, ranks, fanning_out), rounds * bytes * fanning_out.beta};
+}
+
+// The value of a curve of (bytes, value) points at `bytes`: linear in log(bytes) between its
+// points, the nearest point's beyond them.
+template <typename Point>
+double OnCurve(const std::vector<Point>& curve, double Point::*value, double bytes) {
+  if (bytes <= curve.front().bytes) return curve.front().*value;
+  if (bytes >= curve.back().bytes) return curve.back().*value;
+  std::size_t upper = 1;
+  while (curve[upper].bytes < bytes) ++upper;
+  const Point& lo = curve[upper - 1];
+  const Point& hi = curve[upper];
+  const double t = std::log(bytes / lo.bytes) / std::log(hi.bytes / lo.bytes);
+  return lo.*value + t * (hi.*value - lo.*value);
 }
 
 }  // namespace
@@ -119,16 +136,24 @@ double CollectiveBytesSent(CollectiveKind kind, double bytes, int ranks) {
 }
 
 double CpuCostPerByte(const LinkCost& link, double bytes) {
-  const std::vector<CpuCostPoint>& curve = link.cpu_curve;
-  if (curve.empty()) return link.cpu;
-  if (bytes <= curve.front().bytes) return curve.front().cpu;
-  if (bytes >= curve.back().bytes) return curve.back().cpu;
-  std::size_t upper = 1;
-  while (curve[upper].bytes < bytes) ++upper;
-  const CpuCostPoint& lo = curve[upper - 1];
-  const CpuCostPoint& hi = curve[upper];
-  const double t = std::log(bytes / lo.bytes) / std::log(hi.bytes / lo.bytes);
-  return lo.cpu + t * (hi.cpu - lo.cpu);
+  if (link.cpu_curve.empty()) return link.cpu;
+  return OnCurve(link.cpu_curve, &CpuCostPoint::cpu, bytes);
+}
+
+double BetaPerByte(const LinkCost& link, double bytes) {
+  if (link.beta_curve.empty()) return link.beta;
+  return OnCurve(link.beta_curve, &BetaPoint::beta, bytes);
+}
+
+double BusiestLinkBytes(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks) {
+  DOPPIO_ENSURE(ranks >= 1) << "ranks must be at least 1, not " << ranks;
+  if (ranks == 1) return 0;
+  if (kind == CollectiveKind::kAllreduce) return 2.0 * (ranks - 1) / ranks * bytes;
+  if (library == CollectiveLibrary::kNccl) return bytes;
+  // Up to 4 ranks a chain reduce (a reduce of pieces under kChainMinBytes is a tree even
+  // there, but those carry too few bytes to matter) and a linear broadcast; beyond, trees.
+  if (ranks > 4) return CeilLog2(ranks) * bytes;
+  return kind == CollectiveKind::kReduce ? bytes : (ranks - 1) * bytes;
 }
 
 double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
@@ -192,9 +217,25 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
   prediction.iteration = prediction.compute;
   if (ranks == 1 || profile.buckets.empty()) return prediction;
 
+  // The bytes each kind of collective carries in the iteration, and the link each finds.
+  double bucket_bytes = 0;
+  for (const ModelBucket& bucket : profile.buckets) bucket_bytes += bucket.wire_bytes;
+  const auto link_for = [&](CollectiveKind kind, double iteration_bytes) {
+    LinkCost found = link;
+    found.beta = BetaPerByte(link, BusiestLinkBytes(library, kind, iteration_bytes, ranks));
+    return found;
+  };
+  const LinkCost allreduce_link =
+      link_for(CollectiveKind::kAllreduce,
+               mode == SyncMode::kBlocking ? profile.blocking_bytes : bucket_bytes);
+  const LinkCost reduce_link = link_for(CollectiveKind::kReduce, bucket_bytes);
+  const LinkCost broadcast_link = link_for(CollectiveKind::kBroadcast, profile.weight_bytes);
   const auto cost = [&](CollectiveKind kind, double bytes) {
     prediction.comm_cpu += CollectiveBytesSent(kind, bytes, ranks) * CpuCostPerByte(link, bytes);
-    return CollectiveSeconds(library, kind, bytes, ranks, link);
+    const LinkCost& found = kind == CollectiveKind::kAllreduce ? allreduce_link
+                            : kind == CollectiveKind::kReduce  ? reduce_link
+                                                               : broadcast_link;
+    return CollectiveSeconds(library, kind, bytes, ranks, found);
   };
   if (mode == SyncMode::kBlocking) {
     prediction.comm = cost(CollectiveKind::kAllreduce, profile.blocking_bytes);

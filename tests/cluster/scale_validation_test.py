@@ -108,6 +108,23 @@ def test_calibrated_flags(sv):
     check(sv.calibrated_flags(calibration) ==
           wire + ["--comm_cpu_curve=65536:0.1,16777216:1.5", "--shared_cores=2"],
           f"curve: {sv.calibrated_flags(calibration)}")
+    # A calibration that kept only its ping-pong points: the rate by size from 64 KB up, each
+    # message's time beyond alpha (30 us) per byte: 65536 bytes in 30 + 524.288 us is
+    # 1 Gbit/s; 1 MB in 30 + 4194.304 us 2 Gbit/s; one no slower than alpha the largest rate.
+    calibration["ping_pong"] = [[8, 30e-6], [65536, 554.288e-6], [1048576, 4224.304e-6],
+                                [4194304, 20e-6]]
+    curve = sv.bandwidth_curve(calibration)
+    check([size for size, _ in curve] == [65536, 1048576, 4194304], f"curve sizes: {curve}")
+    check(abs(curve[0][1] - 1) < 1e-9 and abs(curve[1][1] - 2) < 1e-9 and curve[2][1] == 1e6,
+          f"curve rates: {curve}")
+    check("--bandwidth_curve=65536:1,1048576:2,4194304:1e+06" in
+          sv.calibrated_flags(calibration, cpu=False),
+          f"curve flag: {sv.calibrated_flags(calibration, cpu=False)}")
+    # One that wrote its curve and broadcast factor (since 2026-11-26 23:00) is taken as it is.
+    calibration.update(bandwidth_curve=[[65536, 3.0]], broadcast_factor=0.7)
+    check(sv.calibrated_flags(calibration, cpu=False) ==
+          wire + ["--bandwidth_curve=65536:3", "--broadcast_factor=0.7"],
+          f"written curve: {sv.calibrated_flags(calibration, cpu=False)}")
 
 
 def test_lockstep(source):

@@ -4,6 +4,8 @@
 // GradientSync.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "doppio/parallel/scaling_model.hpp"
 #include "test_util.hpp"
 
@@ -65,6 +67,38 @@ TEST(ScalingModel, OpenMpiRootedCollectivesPipelineTheirPieces) {
   EXPECT_NEAR(
       CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 1000, 8, link),
       3 * (a + 1000 * (b + g)), 1e-12);
+}
+
+TEST(ScalingModel, BroadcastFactorScalesOnlyTheBroadcastsWire) {
+  const double a = 1e-5, b = 1e-9, g = 2e-10, piece = 4 << 20;
+  LinkCost link = Link(a, b, g);
+  link.broadcast_factor = 0.5;
+  // The linear broadcast of two pieces on 4 ranks: 6 pieces' bytes out of the root at half
+  // of beta; alpha stays.
+  EXPECT_NEAR(CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, 2 * piece,
+                                4, link),
+              a + 3 * piece * b, 1e-12);
+  // 2 ranks: the chain reduce of 64 KB as without the factor.
+  EXPECT_NEAR(
+      CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 65536, 2, link),
+      a + 8 * 8192 * (b + g), 1e-12);
+}
+
+TEST(ScalingModel, BusiestLinkCarriesWhatItsCollectiveSendsThere) {
+  const double n = 1e6;
+  // The ring: 2(N-1) steps of n/N on every link.
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, n, 4), 1.5e6);
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kNccl, CollectiveKind::kAllreduce, n, 2), n);
+  // Open MPI up to 4 ranks: a chain reduce (n on each link), a linear broadcast (N-1 copies out
+  // of the root); beyond, binomial trees (log2 N rounds through the root's link).
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, n, 4), n);
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, n, 4), 3 * n);
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, n, 8), 3 * n);
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, n, 16),
+            4 * n);
+  // NCCL's chains: n on every link.
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kNccl, CollectiveKind::kBroadcast, n, 8), n);
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kNccl, CollectiveKind::kAllreduce, n, 1), 0);
 }
 
 // Three layers (ids 0, 1, 2): forward 10 ms each; backward runs 2, 1, 0 taking 10, 20 and
@@ -235,6 +269,28 @@ TEST(ScalingModel, CpuCostFollowsTheCollectivesSize) {
   // A third point: 64 MB at 0.5, 32 MB halfway between 16 and 64 MB.
   link.cpu_curve.push_back({64e6, 0.5e-9});
   EXPECT_NEAR(CpuCostPerByte(link, 32e6), 0.75e-9, 1e-21);
+}
+
+TEST(ScalingModel, BetaCurveChargesEachKindTheBurstOfItsIteration) {
+  // The buckets of 10, 30 and 5 MB (45 MB in all), on a link that carries 45 MB in a row at
+  // 0.5 ns a byte, 67.5 MB at 0.8 and 90 MB at 1.
+  const IterationProfile profile = ThreeLayers({{10, 2}, {30, 1}, {5, 0}});
+  LinkCost link = Link(0, 1e-9, 0);
+  EXPECT_EQ(BetaPerByte(link, 45e6), 1e-9);
+  link.beta_curve = {{45e6, 0.5e-9}, {67.5e6, 0.8e-9}, {90e6, 1e-9}};
+  EXPECT_NEAR(BetaPerByte(link, 45e6 * std::sqrt(1.5)), 0.65e-9, 1e-21);
+  // overlap, 2 ranks: the ring puts 45 MB on each link in the iteration, at 0.5: the buckets
+  // take 5, 15 and 2.5 ms (40-45, 60-75, 90-92.5), the update ends at 97.5 ms (100 at 1).
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kOverlap, 2, link), 0.0975, 1e-12);
+  // 4 ranks: 1.5 x 45 = 67.5 MB a link, at 0.8; a ring of n takes 1.5 n beta: 12, 36 and 6 ms
+  // (40-52, 60-96, 96-102), the update to 107.
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kOverlap, 4, link), 0.107, 1e-12);
+  // reduce_bcast, 2 ranks: the reduces carry 45 MB towards the root and the broadcast 45 MB
+  // out of it, each at 0.5: reduces as the overlap's buckets (to 92.5), the update to 97.5,
+  // the broadcast of 45 MB takes 22.5: 120 ms.
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kReduceBroadcast, 2, link), 0.120, 1e-12);
+  // blocking: one allreduce of 45 MB at 0.5 after backward: 90 + 22.5 + 5.
+  EXPECT_NEAR(NcclIteration(profile, SyncMode::kBlocking, 2, link), 0.1175, 1e-12);
 }
 
 TEST(ScalingModel, SmallBucketsCostTheSharedCoresMorePerByte) {

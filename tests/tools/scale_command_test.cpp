@@ -152,6 +152,11 @@ TEST(ScaleCommand, BadInputIsAnErrorNamingTheFlag) {
       {lenet + "--link=1gbit --comm_cpu_curve=4e6:1,1e6:2", "sizes must increase"},
       {lenet + "--link=1gbit --comm_cpu_curve=1e6:1 --comm_cpu_gbs=1",
        "give --comm_cpu_gbs or --comm_cpu_curve, not both"},
+      {lenet + "--bandwidth_gbps=1 --bandwidth_curve=1e6", "'1e6' is not BYTES:GBPS"},
+      {lenet + "--bandwidth_gbps=1 --bandwidth_curve=1e6:0", "every rate must be positive"},
+      {lenet + "--bandwidth_gbps=1 --bandwidth_curve=4e6:1,1e6:2", "sizes must increase"},
+      {lenet + "--link=1gbit --bandwidth_curve=1e6:1", "--bandwidth_curve refines a measured"},
+      {lenet + "--link=1gbit --broadcast_factor=0", "--broadcast_factor must be positive"},
       {std::string(kLeNet) + "--link=1gbit --time_json=/no/such.json", "/no/such.json"},
       {"scale --calibrate", "mpirun -np 2"},
   };

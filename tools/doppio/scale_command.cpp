@@ -14,6 +14,8 @@
 #include <numeric>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "command.hpp"
 #include "common_flags.hpp"
@@ -56,6 +58,16 @@ DEFINE_string(comm_cpu_curve, "",
               "scale: --comm_cpu_gbs by the collective's size, as --calibrate prints it: "
               "BYTES:GBS pairs, comma-separated, by increasing bytes (between them linear in "
               "log bytes, beyond them the nearest); instead of --comm_cpu_gbs.");
+DEFINE_string(bandwidth_curve, "",
+              "scale: with --bandwidth_gbps, the rate by the bytes a link carries in a row, as "
+              "--calibrate prints it: BYTES:GBPS pairs, comma-separated, by increasing bytes "
+              "(a shaped link lets a burst through faster; between them linear in log bytes, "
+              "beyond them the nearest). Each collective is charged the rate of what its kind "
+              "carries on the busiest link in one iteration.");
+DEFINE_double(broadcast_factor, 1,
+              "scale: a broadcast's time per byte on the root's link as a share of the link's "
+              "(--calibrate measures it: several flows out of one rank can fill more of a link "
+              "than one).");
 DEFINE_int32(shared_cores, 0,
              "scale: the cores all ranks share (ranks on one machine, as scripts/cluster.sh's "
              "hosts), whose time communication takes from the compute; 0: none shared. "
@@ -120,24 +132,51 @@ double RateBits(const std::string& text) {
   return 0;
 }
 
+// A flag of BYTES:RATE pairs by increasing bytes (--comm_cpu_curve, --bandwidth_curve) as
+// (bytes, rate) pairs; empty for an empty flag.
+std::vector<std::pair<double, double>> SizeCurveFromFlag(const std::string& flag,
+                                                         const std::string& text, const char* unit,
+                                                         const char* example) {
+  std::vector<std::pair<double, double>> curve;
+  for (const std::string& part : SplitCommaList(text)) {
+    const std::size_t colon = part.find(':');
+    char* bytes_end = nullptr;
+    char* rate_end = nullptr;
+    const double bytes = std::strtod(part.substr(0, colon).c_str(), &bytes_end);
+    const std::string rate_text = colon == std::string::npos ? "" : part.substr(colon + 1);
+    const double rate = std::strtod(rate_text.c_str(), &rate_end);
+    DOPPIO_ENSURE(colon != std::string::npos && colon > 0 && *bytes_end == '\0' &&
+                  !rate_text.empty() && *rate_end == '\0')
+        << "--" << flag << ": '" << part << "' is not BYTES:" << unit << " (e.g. " << example
+        << ")";
+    DOPPIO_ENSURE(bytes > 0 && rate >= 0)
+        << "--" << flag << ": '" << part << "': bytes must be positive, " << unit
+        << " not negative";
+    DOPPIO_ENSURE(curve.empty() || bytes > curve.back().first)
+        << "--" << flag << ": sizes must increase, " << bytes << " follows " << curve.back().first;
+    curve.emplace_back(bytes, rate);
+  }
+  return curve;
+}
+
 // --comm_cpu_curve as core-seconds per byte by size; empty without the flag.
 std::vector<CpuCostPoint> CpuCurveFromFlag() {
   std::vector<CpuCostPoint> curve;
-  for (const std::string& part : SplitCommaList(FLAGS_comm_cpu_curve)) {
-    const std::size_t colon = part.find(':');
-    char* bytes_end = nullptr;
-    char* gbs_end = nullptr;
-    const double bytes = std::strtod(part.substr(0, colon).c_str(), &bytes_end);
-    const std::string gbs_text = colon == std::string::npos ? "" : part.substr(colon + 1);
-    const double gbs = std::strtod(gbs_text.c_str(), &gbs_end);
-    DOPPIO_ENSURE(colon != std::string::npos && colon > 0 && *bytes_end == '\0' &&
-                  !gbs_text.empty() && *gbs_end == '\0')
-        << "--comm_cpu_curve: '" << part << "' is not BYTES:GBS (e.g. 262144:0.3)";
-    DOPPIO_ENSURE(bytes > 0 && gbs >= 0)
-        << "--comm_cpu_curve: '" << part << "': bytes must be positive, GB/s not negative";
-    DOPPIO_ENSURE(curve.empty() || bytes > curve.back().bytes)
-        << "--comm_cpu_curve: sizes must increase, " << bytes << " follows " << curve.back().bytes;
+  for (const auto& [bytes, gbs] :
+       SizeCurveFromFlag("comm_cpu_curve", FLAGS_comm_cpu_curve, "GBS", "262144:0.3")) {
     curve.push_back({bytes, gbs > 0 ? 1.0 / (gbs * 1e9) : 0.0});
+  }
+  return curve;
+}
+
+// --bandwidth_curve as seconds per byte by size; empty without the flag.
+std::vector<BetaPoint> BetaCurveFromFlag() {
+  std::vector<BetaPoint> curve;
+  for (const auto& [bytes, gbps] :
+       SizeCurveFromFlag("bandwidth_curve", FLAGS_bandwidth_curve, "GBPS", "1048576:1.7")) {
+    DOPPIO_ENSURE(gbps > 0) << "--bandwidth_curve: " << bytes
+                            << " bytes at 0 Gbit/s: every rate must be positive";
+    curve.push_back({bytes, 8.0 / (gbps * 1e9)});
   }
   return curve;
 }
@@ -150,6 +189,8 @@ LinkCost CostAt(double bits_per_second) {
   cost.cpu = FLAGS_comm_cpu_gbs > 0 ? 1.0 / (FLAGS_comm_cpu_gbs * 1e9) : 0.0;
   cost.shared_cores = FLAGS_shared_cores;
   cost.cpu_curve = CpuCurveFromFlag();
+  cost.beta_curve = BetaCurveFromFlag();
+  cost.broadcast_factor = FLAGS_broadcast_factor;
   return cost;
 }
 
@@ -162,6 +203,11 @@ std::vector<NamedLink> LinksFromFlags() {
       << "give --comm_cpu_gbs or --comm_cpu_curve, not both";
   DOPPIO_ENSURE(FLAGS_link.empty() || FLAGS_bandwidth_gbps == 0)
       << "give --link or --bandwidth_gbps, not both";
+  DOPPIO_ENSURE(FLAGS_bandwidth_curve.empty() || FLAGS_bandwidth_gbps > 0)
+      << "--bandwidth_curve refines a measured link: give it with --bandwidth_gbps (as "
+         "--calibrate prints them), not with --link";
+  DOPPIO_ENSURE(FLAGS_broadcast_factor > 0)
+      << "--broadcast_factor must be positive, not " << FLAGS_broadcast_factor;
   std::vector<NamedLink> links;
   if (FLAGS_bandwidth_gbps != 0) {
     DOPPIO_ENSURE(FLAGS_bandwidth_gbps > 0) << "--bandwidth_gbps must be positive";
@@ -351,12 +397,26 @@ int Calibrate() {
   for (const auto& point : result.allreduce) {
     std::printf("%14.0f %14.1f %14.1f\n", point.bytes, point.seconds * 1e6, point.predicted * 1e6);
   }
+  std::printf("broadcast from rank 0 over %d ranks (as GradientSync's weights):\n%14s %14s %14s\n",
+              result.ranks, "bytes", "measured us", "model us");
+  for (const auto& point : result.broadcast) {
+    std::printf("%14.0f %14.1f %14.1f\n", point.bytes, point.seconds * 1e6, point.predicted * 1e6);
+  }
   const double gbps = link.beta > 0 ? 8.0 / link.beta / 1e9 : 0;
+  std::ostringstream beta_flag, beta_json;
+  for (std::size_t i = 0; i < link.beta_curve.size(); ++i) {
+    const BetaPoint& point = link.beta_curve[i];
+    // A message no slower than alpha has no rate to speak of: the largest rate printable.
+    const double rate = point.beta > 0 ? 8.0 / point.beta / 1e9 : 1e6;
+    beta_flag << (i ? "," : "") << static_cast<long long>(point.bytes) << ":" << rate;
+    beta_json << (i ? ", " : "") << "[" << static_cast<long long>(point.bytes) << ", " << rate
+              << "]";
+  }
   const double reduce_gbs = link.gamma > 0 ? 1.0 / link.gamma / 1e9 : 0;
   std::printf(
       "alpha %.1f us, beta %.4f ns/byte (%.3f Gbit/s), gamma %.4f ns/byte (%.3f GB/s "
-      "summed)\n",
-      link.alpha * 1e6, link.beta * 1e9, gbps, link.gamma * 1e9, reduce_gbs);
+      "summed), broadcast %.3f x beta\n",
+      link.alpha * 1e6, link.beta * 1e9, gbps, link.gamma * 1e9, reduce_gbs, link.broadcast_factor);
   std::printf(
       "an allreduce under a spin on every rank (%d shared cores):\n%14s %14s %14s %14s %14s\n",
       cores, "bytes", "spin ms", "stretch ms", "bytes sent", "GB/s a core");
@@ -373,9 +433,11 @@ int Calibrate() {
   const double cpu_gbs = link.cpu > 0 ? 1.0 / link.cpu / 1e9 : 0;
   std::printf(
       "for later runs: doppio scale --latency_us=%.1f --bandwidth_gbps=%.4g "
-      "--reduce_gbs=%.4g --comm_cpu_gbs=%.4g --shared_cores=%d\n"
+      "--bandwidth_curve=%s --broadcast_factor=%.4g --reduce_gbs=%.4g --comm_cpu_gbs=%.4g "
+      "--shared_cores=%d\n"
       "  or, the CPU cost by size: --comm_cpu_curve=%s instead of --comm_cpu_gbs\n",
-      link.alpha * 1e6, gbps, reduce_gbs, cpu_gbs, cores, curve_flag.str().c_str());
+      link.alpha * 1e6, gbps, beta_flag.str().c_str(), link.broadcast_factor, reduce_gbs, cpu_gbs,
+      cores, curve_flag.str().c_str());
   if (!FLAGS_json.empty()) {
     std::ostringstream out;
     out.precision(9);
@@ -384,7 +446,9 @@ int Calibrate() {
         << ", \"comm_cpu_gbs\": " << cpu_gbs << ", \"shared_cores\": " << cores
         << ", \"spin_ms\": " << result.spins.back().spin_seconds * 1e3
         << ", \"stretch_ms\": " << result.spins.back().stretch_seconds * 1e3
-        << ", \"comm_cpu_curve\": [" << curve_json.str() << "], \"ping_pong\": [";
+        << ", \"broadcast_factor\": " << link.broadcast_factor << ", \"bandwidth_curve\": ["
+        << beta_json.str() << "], \"comm_cpu_curve\": [" << curve_json.str()
+        << "], \"ping_pong\": [";
     for (std::size_t i = 0; i < result.ping_pong.size(); ++i) {
       out << (i ? ", " : "") << "[" << result.ping_pong[i].bytes << ", "
           << result.ping_pong[i].seconds << "]";
@@ -393,6 +457,11 @@ int Calibrate() {
     for (std::size_t i = 0; i < result.allreduce.size(); ++i) {
       out << (i ? ", " : "") << "[" << result.allreduce[i].bytes << ", "
           << result.allreduce[i].seconds << "]";
+    }
+    out << "], \"broadcast\": [";
+    for (std::size_t i = 0; i < result.broadcast.size(); ++i) {
+      out << (i ? ", " : "") << "[" << result.broadcast[i].bytes << ", "
+          << result.broadcast[i].seconds << "]";
     }
     out << "]}\n";
     WriteFileAtomically(out.str(), FLAGS_json);

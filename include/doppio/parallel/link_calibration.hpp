@@ -28,16 +28,19 @@ struct LinkCalibration {
   LinkCost link;
   std::vector<CalibrationPoint> ping_pong;  // between ranks 0 and 1
   std::vector<CalibrationPoint> allreduce;  // every rank, in place, as GradientSync issues it
+  std::vector<CalibrationPoint> broadcast;  // from rank 0 to every rank, as GradientSync's
   std::vector<SpinPoint> spins;             // by increasing size, the largest allreduce last
 };
 
 // Runs on every rank of `comm` (at least 2), collectively. Ping-pong between ranks 0 and 1
 // (a gather to one of them, the other ranks contributing nothing) from 8 bytes to
 // max_bytes: alpha is the fastest one-way time of the messages up to 16 KB, beta the
-// least-squares slope of the larger ones above it. Then the allreduce sweep over all ranks:
+// least-squares slope of the larger ones above it, and link.beta_curve each message's own
+// from 64 KB up ((time - alpha) / bytes). Then the allreduce sweep over all ranks:
 // gamma (the cost of reducing a byte) is what the allreduce takes beyond the alpha-beta cost
 // of the algorithm Open MPI runs, per byte reduced (the least-squares slope, which the
-// largest sizes set).
+// largest sizes set). Then the broadcast sweep from rank 0: link.broadcast_factor is its
+// time beyond alpha against the model's wire time at beta (the least-squares slope).
 // Every point is the median of `repeats` runs (the slowest rank's time).
 // Last, the cost of communication on shared cores, as a curve over the allreduce's size
 // (every size of the sweep from 64 KB up): every rank spins for about three times that

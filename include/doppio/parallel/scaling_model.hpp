@@ -34,6 +34,18 @@ struct CpuCostPoint {
   double cpu = 0;    // core-seconds per byte sent at that size
 };
 
+//
+// A link's rate may depend on how many bytes it carries at once, too: a shaped link lets a
+// burst through faster than its rate after it has idled (a token bucket: Linux's tbf,
+// a cloud instance's burst bandwidth), a TCP connection starts slowly after it has idled.
+// `beta_curve` gives beta by the bytes one link carries in a row, as the ping-pong sweep
+// measured it (one way, the link idle in that direction while the reply comes back). Empty:
+// `beta` at every size.
+struct BetaPoint {
+  double bytes = 0;  // carried in a row on one link
+  double beta = 0;   // seconds per byte at that size
+};
+
 struct LinkCost {
   double alpha = 0;         // seconds per message
   double beta = 0;          // seconds per byte on the wire
@@ -41,11 +53,20 @@ struct LinkCost {
   double cpu = 0;           // core-seconds per byte sent, all ranks' copying and summing
   double shared_cores = 0;  // the cores all ranks share; 0: none shared
   std::vector<CpuCostPoint> cpu_curve;  // by increasing bytes; empty: `cpu` everywhere
+  std::vector<BetaPoint> beta_curve;    // by increasing bytes; empty: `beta` everywhere
+  // A broadcast's cost per byte on the root's link, as a share of beta: the root sends to
+  // several ranks at once, and where one flow cannot fill the link (a sender bound by its
+  // CPU) several fill more of it. Measured by --calibrate's broadcast sweep; 1: as beta.
+  double broadcast_factor = 1;
 };
 
 // Core-seconds per byte sent by a collective of `bytes`: link.cpu without a curve; else the
 // curve's value, linear in log(bytes) between its points and the nearest point's beyond them.
 double CpuCostPerByte(const LinkCost& link, double bytes);
+
+// Seconds per byte on a link that carries `bytes` in a row: link.beta without a curve; else
+// the curve's value, read as cpu_curve's.
+double BetaPerByte(const LinkCost& link, double bytes);
 
 // Whose collectives run, which decides the algorithms:
 //   kOpenMpi: MpiCommunicator on Open MPI 4.1's non-blocking collectives (coll/libnbc). An
@@ -69,6 +90,11 @@ enum class CollectiveKind { kAllreduce, kReduce, kBroadcast };
 // until the last rank has its result. 0 on one rank.
 double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
                          const LinkCost& link);
+
+// The bytes the busiest link carries in one collective of `bytes` on `ranks` ranks, in one
+// direction: the ring allreduce 2(N-1)/N n on every link; a chain reduce or broadcast n; a
+// linear broadcast (N-1) n out of the root, a binomial tree log2(N) n into or out of it.
+double BusiestLinkBytes(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks);
 
 // The bytes all `ranks` ranks send together in one collective of `bytes` (what the
 // collective costs the shared cores): the ring allreduce 2(N-1) n, a reduce or a broadcast
@@ -117,6 +143,11 @@ struct IterationPrediction {
 // broadcast of the weights; blocking: one allreduce of blocking_bytes after backward. The
 // update starts when backward and the communication are both done. One rank communicates
 // nothing.
+// With a beta curve, every collective of one kind is charged the beta of all the bytes the
+// iteration's collectives of that kind put on the busiest link: the link idles through
+// forward (a token bucket refills, a TCP window restarts), and within backward a kind's
+// collectives follow one another in one direction (the reduce towards the root, the
+// broadcast out of it).
 // With shared cores (link.shared_cores = P > 0) the iteration also takes at least what the
 // cores must do: the compute of the ranks that run at once, min(N, P) x compute (the
 // compute time is one rank's with all N running, so N > P ranks already share the P cores
