@@ -30,6 +30,21 @@ double Slowest(Communicator* comm, double seconds) {
   return seconds;
 }
 
+// The median over `repeats` runs of `run`, the slowest rank's time of each, every run started
+// together; one untimed run first sets up the connections and the buffers.
+template <typename Run>
+double MedianSlowest(Communicator* comm, int repeats, Run run) {
+  std::vector<double> times;
+  for (int repeat = -1; repeat < repeats; ++repeat) {
+    comm->Barrier("calibration: start");
+    const double start = CommClockSeconds();
+    run();
+    const double seconds = Slowest(comm, CommClockSeconds() - start);
+    if (repeat >= 0) times.push_back(seconds);
+  }
+  return Median(times);
+}
+
 // One message of `bytes` from rank `from` to rank `to` (a gather in which only `from`
 // contributes).
 void Send(Communicator* comm, std::vector<char>* buffer, std::vector<char>* received,
@@ -77,17 +92,11 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
   std::vector<char> received(buffer.size());
 
   for (double bytes : sizes) {
-    std::vector<double> times;
-    // One untimed round trip sets up the connection and the buffers.
-    for (int run = -1; run < repeats; ++run) {
-      comm->Barrier("calibration: start");
-      const double start = CommClockSeconds();
+    const double round_trip = MedianSlowest(comm, repeats, [&] {
       Send(comm, &buffer, &received, static_cast<std::size_t>(bytes), 1, 0);
       Send(comm, &buffer, &received, static_cast<std::size_t>(bytes), 0, 1);
-      const double one_way = Slowest(comm, CommClockSeconds() - start) / 2;
-      if (run >= 0) times.push_back(one_way);
-    }
-    result.ping_pong.push_back({bytes, Median(times), 0});
+    });
+    result.ping_pong.push_back({bytes, round_trip / 2, 0});
   }
   // alpha: the fastest of the small messages (up to 16 KB, where the bytes cost next to
   // nothing: on a busy machine one of them can be slowed down many times); beta: the slope
@@ -115,16 +124,11 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
   std::vector<float> gradients(static_cast<std::size_t>(sizes.back() / sizeof(float)), 1.f);
   for (double bytes : sizes) {
     const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / 4);
-    std::vector<double> times;
-    for (int run = -1; run < repeats; ++run) {
-      comm->Barrier("calibration: start");
-      const double start = CommClockSeconds();
+    const double seconds = MedianSlowest(comm, repeats, [&] {
       comm->Allreduce(gradients.data(), count, CommType::kFloat, ReduceOp::kSum,
                       "calibration: allreduce");
-      const double seconds = Slowest(comm, CommClockSeconds() - start);
-      if (run >= 0) times.push_back(seconds);
-    }
-    result.allreduce.push_back({count * 4.0, Median(times), 0});
+    });
+    result.allreduce.push_back({count * 4.0, seconds, 0});
   }
   // gamma: the allreduce's time beyond its alpha-beta cost, against the bytes reduced on the
   // way: the least-squares slope through the origin, which the large allreduces (where the
@@ -151,17 +155,12 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
   latency_only.alpha = link.alpha;
   for (double bytes : sizes) {
     const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / 4);
-    std::vector<double> times;
-    for (int run = -1; run < repeats; ++run) {
-      comm->Barrier("calibration: start");
-      const double start = CommClockSeconds();
+    const double seconds = MedianSlowest(comm, repeats, [&] {
       comm->IBroadcast(gradients.data(), count, CommType::kFloat, 0, MemoryKind::kHost,
                        "calibration: broadcast")
           ->Wait();
-      const double seconds = Slowest(comm, CommClockSeconds() - start);
-      if (run >= 0) times.push_back(seconds);
-    }
-    const CalibrationPoint point{count * 4.0, Median(times), 0};
+    });
+    const CalibrationPoint point{count * 4.0, seconds, 0};
     result.broadcast.push_back(point);
     const auto broadcast = [&](const LinkCost& cost) {
       return CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, point.bytes,
