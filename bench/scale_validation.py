@@ -17,9 +17,10 @@ For every model, host count, link rate, --sync mode and bucket size it
      beside it as the noise;
   3. calibrates the link once per model, host count and rate, right after that group's first
      run: `scripts/cluster.sh run -np N doppio scale --calibrate` on the same cluster (alpha,
-     beta, gamma, and what the communication costs the shared cores by the collective's size:
-     --comm_cpu_curve, --shared_cores), its sweep up to the model's whole gradient (256 MB
-     for AlexNet's 244; at least --calibrate_max_mb);
+     beta, gamma, beta by message size: --bandwidth_curve, the broadcast's share of beta:
+     --broadcast_factor, and what the communication costs the shared cores by the
+     collective's size: --comm_cpu_curve, --shared_cores), its sweep up to the model's whole
+     gradient (256 MB for AlexNet's 244; at least --calibrate_max_mb);
   4. predicts each run: `doppio scale` with the model's per-layer times from `doppio time
      --json`, scaled to the ceiling of step 1 (--compute_ms), and
        - the calibrated link with its CPU cost on the shared cores ("calibrated"),
