@@ -151,8 +151,9 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
   // cost on the root's link, the least-squares slope of its time beyond alpha against the
   // model's wire time (the largest sizes set it).
   double factor_num = 0, factor_den = 0;
-  LinkCost latency_only;
+  LinkCost latency_only, wire_only;
   latency_only.alpha = link.alpha;
+  wire_only.beta = link.beta;
   for (double bytes : sizes) {
     const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / 4);
     const double seconds = MedianSlowest(comm, repeats, [&] {
@@ -166,9 +167,6 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
       return CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, point.bytes,
                                result.ranks, cost);
     };
-    LinkCost wire_only = latency_only;
-    wire_only.alpha = 0;
-    wire_only.beta = link.beta;
     const double wire = broadcast(wire_only);
     factor_num += wire * (point.seconds - broadcast(latency_only));
     factor_den += wire * wire;

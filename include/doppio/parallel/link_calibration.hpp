@@ -28,7 +28,7 @@ struct LinkCalibration {
   LinkCost link;
   std::vector<CalibrationPoint> ping_pong;  // between ranks 0 and 1
   std::vector<CalibrationPoint> allreduce;  // every rank, in place, as GradientSync issues it
-  std::vector<CalibrationPoint> broadcast;  // from rank 0 to every rank, as GradientSync's
+  std::vector<CalibrationPoint> broadcast;  // from rank 0, as GradientSync sends the weights
   std::vector<SpinPoint> spins;             // by increasing size, the largest allreduce last
 };
 

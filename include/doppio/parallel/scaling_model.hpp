@@ -34,7 +34,6 @@ struct CpuCostPoint {
   double cpu = 0;    // core-seconds per byte sent at that size
 };
 
-//
 // A link's rate may depend on how many bytes it carries at once, too: a shaped link lets a
 // burst through faster than its rate after it has idled (a token bucket: Linux's tbf,
 // a cloud instance's burst bandwidth), a TCP connection starts slowly after it has idled.
