@@ -367,6 +367,26 @@ std::string PlotScript() {
   return "";
 }
 
+// One sweep of the calibration as a table: size, measured and modelled time.
+void PrintSweep(const std::string& title, const std::vector<CalibrationPoint>& points) {
+  std::printf("%s:\n%14s %14s %14s\n", title.c_str(), "bytes", "measured us", "model us");
+  for (const auto& point : points) {
+    std::printf("%14.0f %14.1f %14.1f\n", point.bytes, point.seconds * 1e6, point.predicted * 1e6);
+  }
+}
+
+// One sweep as a JSON list of [bytes, seconds], 9 significant digits.
+std::string SweepJson(const std::vector<CalibrationPoint>& points) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "[";
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    out << (i ? ", " : "") << "[" << points[i].bytes << ", " << points[i].seconds << "]";
+  }
+  out << "]";
+  return out.str();
+}
+
 int Calibrate() {
   DOPPIO_ENSURE(MpiCommunicator::LaunchedByMpi())
       << "--calibrate measures the links between MPI ranks: run it as mpirun -np 2 doppio "
@@ -385,23 +405,12 @@ int Calibrate() {
   }
   const LinkCost& link = result.link;
   LOG(INFO) << "Calibrated " << comm.description();
-  std::printf("ping-pong between ranks 0 and 1 (one way):\n%14s %14s %14s\n", "bytes",
-              "measured us", "model us");
-  for (const auto& point : result.ping_pong) {
-    std::printf("%14.0f %14.1f %14.1f\n", point.bytes, point.seconds * 1e6, point.predicted * 1e6);
-  }
-  std::printf(
-      "allreduce over %d ranks (in place, as Open MPI runs GradientSync's):\n"
-      "%14s %14s %14s\n",
-      result.ranks, "bytes", "measured us", "model us");
-  for (const auto& point : result.allreduce) {
-    std::printf("%14.0f %14.1f %14.1f\n", point.bytes, point.seconds * 1e6, point.predicted * 1e6);
-  }
-  std::printf("broadcast from rank 0 over %d ranks (as GradientSync's weights):\n%14s %14s %14s\n",
-              result.ranks, "bytes", "measured us", "model us");
-  for (const auto& point : result.broadcast) {
-    std::printf("%14.0f %14.1f %14.1f\n", point.bytes, point.seconds * 1e6, point.predicted * 1e6);
-  }
+  const std::string ranks = std::to_string(result.ranks);
+  PrintSweep("ping-pong between ranks 0 and 1 (one way)", result.ping_pong);
+  PrintSweep("allreduce over " + ranks + " ranks (in place, as Open MPI runs GradientSync's)",
+             result.allreduce);
+  PrintSweep("broadcast from rank 0 over " + ranks + " ranks (as GradientSync's weights)",
+             result.broadcast);
   const double gbps = link.beta > 0 ? 8.0 / link.beta / 1e9 : 0;
   std::ostringstream beta_flag, beta_json;
   for (std::size_t i = 0; i < link.beta_curve.size(); ++i) {
@@ -448,22 +457,9 @@ int Calibrate() {
         << ", \"stretch_ms\": " << result.spins.back().stretch_seconds * 1e3
         << ", \"broadcast_factor\": " << link.broadcast_factor << ", \"bandwidth_curve\": ["
         << beta_json.str() << "], \"comm_cpu_curve\": [" << curve_json.str()
-        << "], \"ping_pong\": [";
-    for (std::size_t i = 0; i < result.ping_pong.size(); ++i) {
-      out << (i ? ", " : "") << "[" << result.ping_pong[i].bytes << ", "
-          << result.ping_pong[i].seconds << "]";
-    }
-    out << "], \"allreduce\": [";
-    for (std::size_t i = 0; i < result.allreduce.size(); ++i) {
-      out << (i ? ", " : "") << "[" << result.allreduce[i].bytes << ", "
-          << result.allreduce[i].seconds << "]";
-    }
-    out << "], \"broadcast\": [";
-    for (std::size_t i = 0; i < result.broadcast.size(); ++i) {
-      out << (i ? ", " : "") << "[" << result.broadcast[i].bytes << ", "
-          << result.broadcast[i].seconds << "]";
-    }
-    out << "]}\n";
+        << "], \"ping_pong\": " << SweepJson(result.ping_pong)
+        << ", \"allreduce\": " << SweepJson(result.allreduce)
+        << ", \"broadcast\": " << SweepJson(result.broadcast) << "}\n";
     WriteFileAtomically(out.str(), FLAGS_json);
   }
   comm.Barrier("calibration: done");
