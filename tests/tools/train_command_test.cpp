@@ -504,9 +504,18 @@ TEST_F(TrainCommandTest, DeviceQueryAndHelp) {
   }
   const auto usage = RunDoppio({"--help"}, Path("log.txt"));
   EXPECT_EQ(usage.exit_code, 0);
-  for (const char* command : {"train", "test", "device_query"}) {
+  for (const char* command : {"train", "test", "device_query", "help"}) {
     EXPECT_CONTAINS(usage.output, command);
   }
+  // `doppio help [command]` prints what the --help forms print.
+  EXPECT_EQ(RunDoppio({"help"}, Path("log.txt")).output, usage.output);
+  const auto help_train = RunDoppio({"help", "train"}, Path("log.txt"));
+  EXPECT_EQ(help_train.exit_code, 0);
+  EXPECT_EQ(help_train.output, help.output);
+  const auto unknown = RunDoppio({"help", "trian"}, Path("log.txt"));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_CONTAINS(unknown.output, "unknown command 'trian'");
+  EXPECT_EQ(RunDoppio({"help", "train", "test"}, Path("log.txt")).exit_code, 2);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "common_flags.hpp"
@@ -56,7 +58,45 @@ std::string Usage() {
   usage += "\n`doppio <command> --help` lists a command's flags.";
   return usage;
 }
+
+void PrintCommandFlags(const std::string& command) {
+  std::cout << "doppio " << command << ": " << CommandTable()[command].summary << "\n\nflags:\n";
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const auto& flag : flags) {
+    if (flag.filename.find("tools/doppio/" + command) == std::string::npos &&
+        flag.filename.find("tools/doppio/common_flags") == std::string::npos &&
+        !FlagServesCommand(flag.description, command))
+      continue;
+    std::cout << "  --" << flag.name << " (" << flag.description << ") default: \""
+              << flag.default_value << "\"\n";
+  }
+}
+
+// `doppio help` is `doppio --help`; `doppio help train` is `doppio train --help`, the form
+// scripts/check_docs.py reads to check every command and flag the documentation names.
+int Help() {
+  const std::vector<std::string>& arguments = CommandArguments();
+  if (arguments.empty()) {
+    std::cout << Usage() << "\n";
+    return 0;
+  }
+  if (arguments.size() > 1) {
+    throw Error("doppio help: one command at a time, not " + std::to_string(arguments.size()),
+                ExitCode::kUsage);
+  }
+  if (CommandTable().count(arguments[0]) == 0) {
+    throw Error("doppio help: unknown command '" + arguments[0] + "'; `doppio help` lists them",
+                ExitCode::kUsage);
+  }
+  PrintCommandFlags(arguments[0]);
+  return 0;
+}
 }  // namespace
+
+DOPPIO_REGISTER_COMMAND_WITH_ARGUMENTS(help,
+                                       "list the commands, or with a command's name its flags",
+                                       Help);
 
 }  // namespace doppio
 
@@ -74,18 +114,7 @@ int main(int argc, char** argv) {
   }
   // Per-command help: `doppio train --help` shows only the flags that matter to train.
   if (argc >= 3 && std::string(argv[2]) == "--help" && doppio::CommandTable().count(argv[1])) {
-    std::cout << "doppio " << argv[1] << ": " << doppio::CommandTable()[argv[1]].summary
-              << "\n\nflags:\n";
-    std::vector<gflags::CommandLineFlagInfo> flags;
-    gflags::GetAllFlags(&flags);
-    for (const auto& flag : flags) {
-      if (flag.filename.find("tools/doppio/" + std::string(argv[1])) == std::string::npos &&
-          flag.filename.find("tools/doppio/common_flags") == std::string::npos &&
-          !doppio::FlagServesCommand(flag.description, argv[1]))
-        continue;
-      std::cout << "  --" << flag.name << " (" << flag.description << ") default: \""
-                << flag.default_value << "\"\n";
-    }
+    doppio::PrintCommandFlags(argv[1]);
     return 0;
   }
   gflags::ParseCommandLineFlags(&argc, &argv, true);
