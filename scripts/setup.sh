@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package Doppio needs that is missing, then configures and builds
-# into build/ (Ninja, ccache). Extra arguments go to cmake, e.g. -DDOPPIO_CUDA=OFF.
+# into build/ (Ninja, ccache): with CUDA where the toolkit is found, GPU or not. Extra
+# arguments go to cmake, e.g. -DDOPPIO_CUDA=OFF.
 # DOPPIO_TARGETS="a b" builds only those targets (scripts/quickstart.sh: the doppio tool).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,9 @@ fi
 
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 jobs="${DOPPIO_JOBS:-$(nproc)}"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+# DOPPIO_CUDA=AUTO unless an argument says otherwise (a later -D wins): build/ may hold the
+# quick start's configuration without CUDA.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDOPPIO_CUDA=AUTO "$@"
 if [ -n "${DOPPIO_TARGETS:-}" ]; then
   read -r -a targets <<< "$DOPPIO_TARGETS"
   cmake --build build -j "$jobs" --target "${targets[@]}"
