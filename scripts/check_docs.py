@@ -21,18 +21,22 @@ import subprocess
 import sys
 
 # Options of the programs beside doppio that the guide shows with a flag alone in a code
-# span: mpirun's, cmake's and ctest's.
+# span: mpirun's, Slurm's, cmake's and ctest's.
 OTHER_TOOLS_FLAGS = {
     "--allow-run-as-root", "--oversubscribe", "--mca", "--bind-to", "--map-by",
-    "--hostfile", "--host", "--output-on-failure", "--test-dir", "--timeout", "--build",
-    "--target", "--help",
+    "--hostfile", "--host", "--signal", "--requeue", "--output-on-failure", "--test-dir",
+    "--timeout", "--build", "--target", "--help",
 }
+# What may stand before doppio on a command line that runs it: a launcher, or variables.
+LAUNCHERS = {"mpirun", "mpiexec", "srun", "nice", "taskset", "numactl", "time", "env", "sudo",
+             "timeout", "gdb", "valgrind", "compute-sanitizer", "exec", "$"}
 
 LINK = re.compile(r"!?\[([^\]]*)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 # `doppio` as a program: at the start, after a space, '/' or '(' (build/tools/doppio).
 DOPPIO_CALL = re.compile(r"(?:^|(?<=[\s/(]))doppio[ \t]+([a-z][a-z_]*)(.*)")
+SEGMENT_START = re.compile(r"(?:\||;|&&|\|\||\$\(|`)\s*")
 FLAG = re.compile(r"(?<![\w-])--([A-Za-z][A-Za-z0-9_-]*)")
 SHELL_END = re.compile(r"\s(?:\||;|&&|\|\||>|2>|<)\s|\s#\s|$")
 
@@ -110,7 +114,7 @@ class Tool:
         usage = self.run("help")
         self.commands = set()
         for line in usage.split("\n"):
-            match = re.match(r"^  ([a-z][a-z_]*)\s{2,}\S", line)
+            match = re.match(r"^  ([a-z][a-z_]*)\s+\S", line)
             if match:
                 self.commands.add(match.group(1))
         if not self.commands:
@@ -165,13 +169,14 @@ def spelled_flags(files):
     return flags
 
 
-def check_links(document, documents, problems):
+def check_links(document, documents, problems, counts):
     here = os.path.dirname(document.path)
     for number, line in document.prose():
         for match in LINK.finditer(CODE_SPAN.sub("", line)):
             target = match.group(2)
             if re.match(r"^[a-z][a-z0-9+.-]*:", target):
                 continue
+            counts["links"] += 1
             path, _, anchor = target.partition("#")
             full = os.path.normpath(os.path.join(here, path)) if path else document.path
             if not os.path.exists(full):
@@ -184,21 +189,38 @@ def check_links(document, documents, problems):
                                     (document.path, number, path or "", anchor))
 
 
-def check_commands(document, tool, spelled, problems):
+def runs_doppio(before):
+    """Whether a doppio that follows this text is the program a command line runs (and not
+    a word of output such as 'built build/tools/doppio and the tests')."""
+    # The program's own path (build/tools/doppio) is part of its name.
+    before = re.sub(r"\S*$", "", SEGMENT_START.split(before)[-1])
+    words = before.split()
+    if not words:
+        return True
+    first = words[0]
+    return first in LAUNCHERS or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", first) is not None
+
+
+def check_commands(document, tool, spelled, problems, counts):
     for number, text, in_block in document.code():
         for call in DOPPIO_CALL.finditer(text):
+            if not runs_doppio(text[:call.start()]):
+                continue
             command, rest = call.group(1), call.group(2)
+            counts["commands"] += 1
             if command not in tool.commands:
                 problems.append("%s:%d: `doppio %s`: no such command (doppio help)" %
                                 (document.path, number, command))
                 continue
             rest = rest[:SHELL_END.search(rest).start()]
             for flag in FLAG.findall(rest):
+                counts["flags"] += 1
                 if flag not in tool.flags[command] and flag not in tool.common:
                     problems.append("%s:%d: `doppio %s --%s`: no such flag (doppio help %s)" %
                                     (document.path, number, command, flag, command))
         if not in_block:
             alone = re.match(r"^--([A-Za-z][A-Za-z0-9_-]*)(?:[= ].*)?$", text.strip())
+            counts["flags"] += alone is not None
             if alone and alone.group(1) not in tool.all and alone.group(1) not in spelled \
                     and "--" + alone.group(1) not in OTHER_TOOLS_FLAGS:
                 problems.append("%s:%d: `--%s`: no doppio command, script or tool has it" %
@@ -219,14 +241,16 @@ def main():
     tool = Tool(args.doppio)
     spelled = spelled_flags(files)
     problems = []
+    counts = {"links": 0, "commands": 0, "flags": 0}
     for document in documents.values():
-        check_links(document, documents, problems)
+        check_links(document, documents, problems, counts)
     for document in guide:
-        check_commands(document, tool, spelled, problems)
+        check_commands(document, tool, spelled, problems, counts)
     for problem in problems:
         print(problem.replace(root + os.sep, ""))
-    print("check_docs: %d Markdown files, %d in the guide, %d commands: %d problems" %
-          (len(documents), len(guide), len(tool.commands), len(problems)))
+    print("check_docs: %d Markdown files (%d links), the guide's %d files (%d doppio command "
+          "lines, %d flags): %d problems" % (len(documents), counts["links"], len(guide),
+                                             counts["commands"], counts["flags"], len(problems)))
     return 1 if problems else 0
 
 

@@ -36,6 +36,7 @@ GOOD = {
                 --solver=s.prototxt
 
         Run `doppio time --model=m.prototxt`; `--solver=x` is train's; `scripts/x.sh --depth`.
+        It prints `setup: built build/tools/doppio and the tests`.
         """,
     "docs/README.md": """\
         # Guide
@@ -63,8 +64,8 @@ BROKEN = {
         A [missing page](nothing.md), a [missing heading](../README.md#no-such-part),
         [here too](#nowhere). Code is not checked for links: `[x](absent.md)`.
 
-            doppio trian --solver=s.prototxt
-            doppio time --solver=s.prototxt
+            build/tools/doppio trian --solver=s.prototxt
+            OMP_NUM_THREADS=1 doppio time --solver=s.prototxt
 
         And `doppio train --sync=overlap`, `--bogus_flag`.
         """,
