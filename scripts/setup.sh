@@ -2,7 +2,8 @@
 # Installs every Debian package Doppio needs that is missing, then configures and builds
 # into build/ (Ninja, ccache): with CUDA where the toolkit is found, GPU or not. Extra
 # arguments go to cmake, e.g. -DDOPPIO_CUDA=OFF.
-# DOPPIO_TARGETS="a b" builds only those targets (scripts/quickstart.sh: the doppio tool).
+# DOPPIO_TARGETS="a b" builds only those targets (scripts/quickstart.sh: the doppio tool);
+# DOPPIO_CUDA_ARCHITECTURES="80;90" (the default) the GPU architectures to compile for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,9 +39,11 @@ fi
 
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 jobs="${DOPPIO_JOBS:-$(nproc)}"
-# DOPPIO_CUDA=AUTO unless an argument says otherwise (a later -D wins): build/ may hold the
-# quick start's configuration without CUDA.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDOPPIO_CUDA=AUTO "$@"
+# DOPPIO_CUDA=AUTO and the kernels for DOPPIO_CUDA_ARCHITECTURES unless an argument says
+# otherwise (a later -D wins): build/ may hold the quick start's configuration without CUDA,
+# or scripts/test.sh's with one architecture.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDOPPIO_CUDA=AUTO \
+  -DCMAKE_CUDA_ARCHITECTURES="${DOPPIO_CUDA_ARCHITECTURES:-80;90}" "$@"
 if [ -n "${DOPPIO_TARGETS:-}" ]; then
   read -r -a targets <<< "$DOPPIO_TARGETS"
   cmake --build build -j "$jobs" --target "${targets[@]}"

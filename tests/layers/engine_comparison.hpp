@@ -24,17 +24,23 @@ inline LayerParameter EngineParam(std::string text, const std::string& engine) {
   return ParseText<LayerParameter>("name: 'l' " + text);
 }
 
-// Expects `got` to equal `want` element by element to `tolerance` relative to the larger of
-// the element's magnitude and the root mean square of `want` (sums of many terms of either
-// sign lose relative precision where they come out near zero).
-inline void ExpectClose(const float* got, const float* want, int count, double tolerance,
-                        const std::string& what) {
+// The root mean square of `count` values.
+inline double RootMeanSquare(const float* values, int count) {
   double sum_sq = 0;
-  for (int i = 0; i < count; ++i) sum_sq += double(want[i]) * want[i];
-  const double rms = count > 0 ? std::sqrt(sum_sq / count) : 0;
+  for (int i = 0; i < count; ++i) sum_sq += double(values[i]) * values[i];
+  return count > 0 ? std::sqrt(sum_sq / count) : 0;
+}
+
+// Expects `got` to equal `want` element by element to `tolerance` relative to the largest of
+// the element's magnitude, the root mean square of `want` (sums of many terms of either
+// sign lose relative precision where they come out near zero) and `floor` (for a blob that
+// is all such sums, e.g. a gradient that is zero but for rounding).
+inline void ExpectClose(const float* got, const float* want, int count, double tolerance,
+                        const std::string& what, double floor = 0) {
+  const double rms = RootMeanSquare(want, count);
   int reported = 0;
   for (int i = 0; i < count; ++i) {
-    const double scale = std::max(std::fabs(double(want[i])), rms);
+    const double scale = std::max({std::fabs(double(want[i])), rms, floor});
     if (std::fabs(double(got[i]) - want[i]) <= tolerance * scale) continue;
     ADD_FAILURE() << what << " element " << i << " of " << count << ": " << got[i] << " vs "
                   << want[i] << " (tolerance " << tolerance << " x " << scale << ")";
