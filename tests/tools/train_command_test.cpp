@@ -518,5 +518,25 @@ TEST_F(TrainCommandTest, DeviceQueryAndHelp) {
   EXPECT_EQ(RunDoppio({"help", "train", "test"}, Path("log.txt")).exit_code, 2);
 }
 
+// gflags' flags are global: a command refuses another command's instead of ignoring it.
+TEST_F(TrainCommandTest, AnotherCommandsFlagIsAnErrorNamingTheCommandsThatTakeIt) {
+  const auto threads =
+      RunDoppio({"train", "--solver=none.prototxt", "--threads=2"}, Path("log.txt"));
+  EXPECT_EQ(threads.exit_code, 2) << threads.output;
+  EXPECT_CONTAINS(threads.output,
+                  "doppio train: --threads is a flag of `doppio scale` and `doppio time`, not of "
+                  "train (`doppio help train` lists its flags)");
+  const auto blobs =
+      RunDoppio({"test", "--model=m", "--weights=w", "--blobs=conv1"}, Path("log.txt"));
+  EXPECT_EQ(blobs.exit_code, 2) << blobs.output;
+  EXPECT_CONTAINS(blobs.output, "--blobs is a flag of `doppio extract_features`, not of test");
+  // A command's own flags, the common ones and glog's pass on to the command itself, which
+  // here stops at the missing solver file with its own error.
+  const auto own =
+      RunDoppio({"train", "--solver=none.prototxt", "--iterations=3", "--v=0"}, Path("log.txt"));
+  EXPECT_EQ(own.exit_code, 1) << own.output;
+  EXPECT_CONTAINS(own.output, "none.prototxt");
+}
+
 }  // namespace
 }  // namespace doppio

@@ -46,6 +46,15 @@ bool FlagServesCommand(const std::string& description, const std::string& comman
   return false;
 }
 
+// Whether `command` takes `flag`: a flag of its own file, a common flag, or one that says it
+// serves the command. Flags defined outside tools/doppio/ (glog's, the library's) serve all.
+bool CommandTakesFlag(const gflags::CommandLineFlagInfo& flag, const std::string& command) {
+  return flag.filename.find("tools/doppio/") == std::string::npos ||
+         flag.filename.find("tools/doppio/" + command + "_command") != std::string::npos ||
+         flag.filename.find("tools/doppio/common_flags") != std::string::npos ||
+         FlagServesCommand(flag.description, command);
+}
+
 std::string Usage() {
   std::string usage =
       "command line brew\n"
@@ -64,12 +73,33 @@ void PrintCommandFlags(const std::string& command) {
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   for (const auto& flag : flags) {
-    if (flag.filename.find("tools/doppio/" + command) == std::string::npos &&
-        flag.filename.find("tools/doppio/common_flags") == std::string::npos &&
-        !FlagServesCommand(flag.description, command))
+    if (flag.filename.find("tools/doppio/") == std::string::npos ||
+        !CommandTakesFlag(flag, command))
       continue;
     std::cout << "  --" << flag.name << " (" << flag.description << ") default: \""
               << flag.default_value << "\"\n";
+  }
+}
+
+// gflags' flags are global, so `doppio train --threads=2` would parse and then be ignored:
+// a flag set on the command line that the command does not take is an error naming the
+// commands that do.
+void RefuseOtherCommandsFlags(const std::string& command) {
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const auto& flag : flags) {
+    if (flag.is_default || CommandTakesFlag(flag, command)) continue;
+    std::vector<std::string> owners;
+    for (const auto& entry : CommandTable()) {
+      if (CommandTakesFlag(flag, entry.first)) owners.push_back("`doppio " + entry.first + "`");
+    }
+    std::string named;
+    for (std::size_t i = 0; i < owners.size(); ++i) {
+      named += (i == 0 ? "" : i + 1 == owners.size() ? " and " : ", ") + owners[i];
+    }
+    throw Error("doppio " + command + ": --" + flag.name + " is a flag of " + named + ", not of " +
+                    command + " (`doppio help " + command + "` lists its flags)",
+                ExitCode::kUsage);
   }
 }
 
@@ -138,6 +168,7 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) doppio::CommandArguments().push_back(argv[i]);
   doppio::InstallToolFaults();
   try {
+    doppio::RefuseOtherCommandsFlags(argv[1]);
     doppio::ApplyCpuEngineFlags();
     return doppio::CommandTable()[argv[1]].run();
   } catch (const doppio::Error& error) {
