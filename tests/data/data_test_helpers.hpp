@@ -14,6 +14,7 @@
 #include "doppio/data/convert.hpp"
 #include "doppio/data/db.hpp"
 #include "expect_error.hpp"
+#include "test_util.hpp"
 
 namespace doppio {
 namespace testing_data {
@@ -85,8 +86,7 @@ struct ToolResult {
 };
 // Runs build/tools/<tool> with `args` (stdout and stderr together).
 inline ToolResult RunTool(const std::string& tool, const std::string& args) {
-  const cli_test::Result result =
-      cli_test::RunShell(std::string(DOPPIO_BINARY_DIR) + "/tools/" + tool + " " + args);
+  const cli_test::Result result = cli_test::RunShell(BinaryDir() + "/tools/" + tool + " " + args);
   return {result.exit_code, result.output};
 }
 

@@ -19,8 +19,7 @@ namespace doppio {
 namespace {
 
 NetParameter LeNet(Phase phase, const std::string& train_source, const std::string& test_source) {
-  NetParameter param = ReadNetParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) +
-                                                 "/models/lenet/train_val.prototxt");
+  NetParameter param = ReadNetParamsFromTextFile(SourceDir() + "/models/lenet/train_val.prototxt");
   param.mutable_state()->set_phase(phase);
   for (auto& layer : *param.mutable_layer()) {
     if (layer.type() != "Data") continue;
@@ -78,7 +77,7 @@ TEST(TrainLeNetTest, LossFallsOnAGeneratedDataSet) {
 }
 
 TEST(TrainLeNetTest, LearnsMnistFromGetMnistLmdbs) {
-  const std::string folder = std::string(DOPPIO_SOURCE_DIR) + "/data/mnist";
+  const std::string folder = SourceDir() + "/data/mnist";
   if (!std::filesystem::exists(folder + "/mnist_train_lmdb/data.mdb") ||
       !std::filesystem::exists(folder + "/mnist_test_lmdb/data.mdb")) {
     GTEST_SKIP() << "run data/mnist/get_mnist.sh to build the MNIST LMDBs";
@@ -95,7 +94,7 @@ TEST(TrainLeNetTest, LearnsMnistFromGetMnistLmdbs) {
 }
 
 TEST(TrainLeNetTest, LearnsFashionMnistFromItsLmdbs) {
-  const std::string folder = std::string(DOPPIO_SOURCE_DIR) + "/data/fashion_mnist";
+  const std::string folder = SourceDir() + "/data/fashion_mnist";
   if (!std::filesystem::exists(folder + "/fashion_mnist_train_lmdb/data.mdb") ||
       !std::filesystem::exists(folder + "/fashion_mnist_test_lmdb/data.mdb")) {
     GTEST_SKIP() << "run data/fashion_mnist/get_fashion_mnist.sh to build the LMDBs";
@@ -131,8 +130,8 @@ TEST(TrainLeNetTest, Cifar10QuickRunsOnConvertedDataWithItsMean) {
   }
   ConvertCifar10(bin, dir.path());
   ComputeImageMean(dir.path() + "/cifar10_train_lmdb", dir.path() + "/mean.binaryproto");
-  NetParameter param = ReadNetParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) +
-                                                 "/models/cifar10_quick/train_val.prototxt");
+  NetParameter param =
+      ReadNetParamsFromTextFile(SourceDir() + "/models/cifar10_quick/train_val.prototxt");
   param.mutable_state()->set_phase(TRAIN);
   for (auto& layer : *param.mutable_layer()) {
     if (layer.type() != "Data") continue;

@@ -45,8 +45,7 @@ cv::Mat Picture(int i) {
 
 // AlexNet as shipped, reading `source` with `mean_file`, batch `batch`, its TRAIN net only.
 NetParameter AlexNet(const std::string& source, const std::string& mean_file, int batch) {
-  NetParameter net = ReadNetParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) +
-                                               "/models/alexnet/train_val.prototxt");
+  NetParameter net = ReadNetParamsFromTextFile(SourceDir() + "/models/alexnet/train_val.prototxt");
   NetParameter train;
   train.set_name(net.name());
   for (const LayerParameter& layer : net.layer()) {

@@ -29,9 +29,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Doppio() { return DOPPIO_BINARY_DIR "/tools/doppio"; }
+std::string Doppio() { return BinaryDir() + "/tools/doppio"; }
 // The tool's test build, which reads DOPPIO_FAIL_RANK/ITER/MODE (tools/faults/).
-std::string DoppioFaults() { return DOPPIO_BINARY_DIR "/tools/doppio_faults"; }
+std::string DoppioFaults() { return BinaryDir() + "/tools/doppio_faults"; }
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -7,6 +7,7 @@
 #include "doppio/util/io.hpp"
 #include "solver_test_util.hpp"
 #include "synthetic_inputs.hpp"
+#include "test_util.hpp"
 
 namespace doppio {
 namespace {
@@ -27,11 +28,10 @@ float Mean(const std::vector<float>& values, std::size_t begin, std::size_t end)
 }
 
 TEST(LeNetTrainingTest, PublishedLeNetWithDummyDataLearns) {
-  NetParameter net =
-      ReadNetParamsFromTextFile(DOPPIO_SOURCE_DIR "/models/lenet/train_val.prototxt");
+  NetParameter net = ReadNetParamsFromTextFile(SourceDir() + "/models/lenet/train_val.prototxt");
   net = WithSyntheticInputs(net, 16, {1, 28, 28});
   SolverParameter param =
-      ReadSolverParamsFromTextFile(DOPPIO_SOURCE_DIR "/models/lenet/solver.prototxt");
+      ReadSolverParamsFromTextFile(SourceDir() + "/models/lenet/solver.prototxt");
   param.clear_net();
   *param.mutable_net_param() = net;
   param.clear_test_iter();

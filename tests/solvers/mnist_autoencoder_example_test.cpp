@@ -57,7 +57,7 @@ class MnistAutoencoderExampleTest : public ::testing::TestWithParam<std::string>
          {"mnist_autoencoder.prototxt", "mnist_autoencoder_solver.prototxt",
           "mnist_autoencoder_solver_adadelta.prototxt", "mnist_autoencoder_solver_adagrad.prototxt",
           "mnist_autoencoder_solver_nesterov.prototxt"}) {
-      fs::copy_file(fs::path(DOPPIO_SOURCE_DIR) / "examples" / "mnist" / file, examples / file);
+      fs::copy_file(fs::path(SourceDir()) / "examples" / "mnist" / file, examples / file);
     }
     // Two batches of 100 to train on, one to test on.
     testing_data::WriteDatumLmdb((data / "mnist_train_lmdb").string(), Digits(200, 0));

@@ -16,6 +16,7 @@
 #include "engine_override.hpp"
 #include "solver_test_util.hpp"
 #include "synthetic_inputs.hpp"
+#include "test_util.hpp"
 
 namespace doppio {
 namespace {
@@ -27,7 +28,7 @@ constexpr int kPixels = 28 * 28;
 // fills, every layer asking for `engine`.
 NetParameter LeNet(const std::string& engine, int batch) {
   const NetParameter net =
-      ReadNetParamsFromTextFile(DOPPIO_SOURCE_DIR "/models/lenet/train_val.prototxt");
+      ReadNetParamsFromTextFile(SourceDir() + "/models/lenet/train_val.prototxt");
   return WithEngine(WithSyntheticInputs(net, batch, {1, 28, 28}), engine);
 }
 
@@ -53,7 +54,7 @@ void FillBatch(Net<float>& net, Rng& rng, const std::vector<std::vector<float>>&
 std::unique_ptr<Solver<float>> TrainLeNet(const std::string& engine, int iterations, float base_lr,
                                           const std::vector<std::vector<float>>& prototypes) {
   SolverParameter param =
-      ReadSolverParamsFromTextFile(DOPPIO_SOURCE_DIR "/models/lenet/solver.prototxt");
+      ReadSolverParamsFromTextFile(SourceDir() + "/models/lenet/solver.prototxt");
   param.clear_net();
   *param.mutable_net_param() = LeNet(engine, 16);
   param.clear_test_iter();

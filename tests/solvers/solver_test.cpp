@@ -10,6 +10,7 @@
 #include "doppio/solvers/lr_policy.hpp"
 #include "doppio/util/io.hpp"
 #include "solver_test_util.hpp"
+#include "test_util.hpp"
 
 namespace doppio {
 namespace {
@@ -326,7 +327,7 @@ namespace {
 // The solver files shipped under models/ name known solver types and lr policies.
 TEST(ShippedSolversTest, EverySolverFileIsValid) {
   int checked = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(DOPPIO_SOURCE_DIR "/models")) {
+  for (const auto& entry : std::filesystem::directory_iterator(SourceDir() + "/models")) {
     const auto file = entry.path() / "solver.prototxt";
     if (!std::filesystem::exists(file)) continue;
     SCOPED_TRACE(file.string());
@@ -336,7 +337,7 @@ TEST(ShippedSolversTest, EverySolverFileIsValid) {
     EXPECT_NE(std::find(types.begin(), types.end(), param.type()), types.end());
     EXPECT_NO_THROW(CheckLearningRatePolicy(param));
     EXPECT_TRUE(param.has_net());
-    EXPECT_TRUE(std::filesystem::exists(std::string(DOPPIO_SOURCE_DIR "/") + param.net()));
+    EXPECT_TRUE(std::filesystem::exists(std::string(SourceDir() + "/") + param.net()));
     ++checked;
   }
   EXPECT_GE(checked, 5);

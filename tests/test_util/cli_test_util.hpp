@@ -16,14 +16,15 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "test_util.hpp"
 
 namespace doppio {
 namespace cli_test {
 
-inline std::string DoppioBinary() { return DOPPIO_BINARY_DIR "/tools/doppio"; }
+inline std::string DoppioBinary() { return BinaryDir() + "/tools/doppio"; }
 // The tool's test build: DOPPIO_FAIL_RANK/ITER/MODE and DOPPIO_FAULT_WRITE make it fail on
 // purpose (tools/faults/); the shipped doppio ignores them.
-inline std::string DoppioFaultsBinary() { return DOPPIO_BINARY_DIR "/tools/doppio_faults"; }
+inline std::string DoppioFaultsBinary() { return BinaryDir() + "/tools/doppio_faults"; }
 
 inline std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -90,6 +90,12 @@ inline void ExpectError(const std::function<void()>& f, const std::vector<std::s
 template <typename Message>
 Message ParseText(const std::string& text);
 
+// The repository and the build tree, as absolute paths. They are compile definitions of
+// test_paths.cpp alone: as definitions of every suite they made each clone's compilations
+// miss ccache, and CI builds a fresh clone in a new folder.
+const std::string& SourceDir();
+const std::string& BinaryDir();
+
 // A temporary directory removed when the object dies.
 class TempDir {
  public:

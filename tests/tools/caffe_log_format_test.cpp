@@ -27,7 +27,7 @@ layer { name: "ip" type: "InnerProduct" bottom: "x" top: "out"
 layer { name: "loss" type: "EuclideanLoss" bottom: "out" bottom: "y" top: "loss" }
 )";
 
-const std::string kParser = std::string(DOPPIO_SOURCE_DIR) + "/tests/tools/caffe_parse_log.py";
+const std::string kParser = SourceDir() + "/tests/tools/caffe_parse_log.py";
 
 // A CSV table: the header's column names, then the rows.
 struct Table {

@@ -22,7 +22,7 @@ cli_test::Result RunFromSourceRoot(const std::string& args) {
   std::istringstream words(args);
   for (std::string word; words >> word;) argv.push_back(word);
   const std::string cwd = std::filesystem::current_path();
-  std::filesystem::current_path(DOPPIO_SOURCE_DIR);
+  std::filesystem::current_path(SourceDir());
   cli_test::Result result = cli_test::RunDoppio(argv, dir.path() + "/log");
   std::filesystem::current_path(cwd);
   return result;

@@ -13,9 +13,8 @@
 namespace doppio {
 namespace {
 
-const std::string kTool = std::string(DOPPIO_SOURCE_DIR) + "/tools/plot_training_log";
-const std::string kCapturedLog =
-    std::string(DOPPIO_SOURCE_DIR) + "/tests/tools/data/doppio_lenet_quick.log";
+const std::string kTool = SourceDir() + "/tools/plot_training_log";
+const std::string kCapturedLog = SourceDir() + "/tests/tools/data/doppio_lenet_quick.log";
 
 // Caffe's log form: no year in the time stamp, the rate inside the iteration line.
 const char* kCaffeLog =

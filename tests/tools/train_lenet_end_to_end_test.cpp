@@ -38,7 +38,7 @@ Output Shell(const std::string& command, int timeout_seconds = 600) {
   return {result.exit_code, result.output};
 }
 
-std::string Doppio() { return std::string(DOPPIO_BINARY_DIR) + "/tools/doppio"; }
+std::string Doppio() { return BinaryDir() + "/tools/doppio"; }
 
 std::string Mpiexec(int ranks) {
   return std::string(DOPPIO_MPIEXEC) + " --allow-run-as-root --oversubscribe -np " +
@@ -81,8 +81,7 @@ class TrainLeNetEndToEndTest : public ::testing::Test {
   // models/lenet with the generated LMDB for training and testing and a training batch of
   // `batch` per rank; returns the solver file. Snapshots go to DIR/<tag>_iter_N.
   std::string WriteRun(const std::string& tag, int batch) {
-    NetParameter net = ReadNetParamsFromTextFile(std::string(DOPPIO_SOURCE_DIR) +
-                                                 "/models/lenet/train_val.prototxt");
+    NetParameter net = ReadNetParamsFromTextFile(SourceDir() + "/models/lenet/train_val.prototxt");
     for (auto& layer : *net.mutable_layer()) {
       if (layer.type() != "Data") continue;
       layer.mutable_data_param()->set_source(Path("bars_lmdb"));

@@ -150,8 +150,8 @@ void ExpectSameMessage(const google::protobuf::Message& actual,
 TEST(UpgradeNet, V1LeNetBecomesTheShippedLeNet) {
   LogCapture info(google::INFO);
   const NetParameter upgraded = ReadNetParamsFromTextString(kV1LeNet, "v1_lenet.prototxt");
-  ExpectSameMessage(
-      upgraded, ReadNetParamsFromTextFile(DOPPIO_SOURCE_DIR "/models/lenet/train_val.prototxt"));
+  ExpectSameMessage(upgraded,
+                    ReadNetParamsFromTextFile(SourceDir() + "/models/lenet/train_val.prototxt"));
   EXPECT_CONTAINS(info.text(),
                   "v1_lenet.prototxt: upgraded from Caffe's V1 format (11 'layers' blocks) to 11 "
                   "'layer' blocks");
