@@ -554,6 +554,7 @@ Dtype Net<Dtype>::ForwardFromTo(int start, int end) {
   CHECK_LT(end, static_cast<int>(layers_.size()));
   Dtype loss = 0;
   for (int i = start; i <= end; ++i) {
+    for (const auto& callback : before_forward_) callback(i);
     loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
     if (debug_info_) LogForwardDebugInfo(*this, i);
     for (const auto& callback : after_forward_) callback(i);
@@ -573,6 +574,7 @@ void Net<Dtype>::BackwardFromTo(int start, int end) {
   CHECK_GE(end, 0);
   CHECK_LT(start, static_cast<int>(layers_.size()));
   for (int i = start; i >= end; --i) {
+    for (const auto& callback : before_backward_) callback(i);
     if (layer_need_backward_[i]) {
       layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
       if (debug_info_) LogBackwardDebugInfo(*this, i);

@@ -6,13 +6,6 @@
 namespace doppio {
 
 REGISTER_UNSUPPORTED_LAYER(
-    Python,
-    LayerTraits().Unsupported(
-        "Python layers are not supported: Doppio embeds no Python interpreter, so "
-        "python_param.module cannot be loaded. Write the layer in C++ (a class in src/layers/ "
-        "registered with REGISTER_LAYER_CLASS), or compute what it produces beforehand and read "
-        "it as data (an LMDB through type: \"Data\", or type: \"MemoryData\" fed from C++)"));
-REGISTER_UNSUPPORTED_LAYER(
     Recurrent,
     LayerTraits().Unsupported("Recurrent layers are not supported: Recurrent is the abstract "
                               "base of Caffe's recurrent layers (Caffe has no such type either); "

@@ -122,4 +122,12 @@ double MpiCommunicator::timeout() const { return engine_->watchdog().timeout(); 
 
 void MpiCommunicator::Abort(int exit_code) { AbortJob(exit_code); }
 
+std::shared_ptr<Communicator> MakeJobCommunicator() {
+  const char* forced = std::getenv("DOPPIO_MPI");
+  const bool use_mpi = forced != nullptr && *forced != '\0' ? std::string(forced) != "0"
+                                                            : MpiCommunicator::LaunchedByMpi();
+  if (use_mpi) return std::make_shared<MpiCommunicator>();
+  return std::make_shared<SelfCommunicator>();
+}
+
 }  // namespace doppio

@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <filesystem>
 #include <sstream>
 
 namespace doppio {
@@ -71,5 +72,17 @@ std::unique_ptr<Solver<Dtype>> SolverRegistry<Dtype>::CreateSolver(
 }
 
 DOPPIO_INSTANTIATE_CLASS(SolverRegistry);
+
+void UpgradeSnapshotPrefix(const std::string& solver_file, SolverParameter* param) {
+  const std::filesystem::path solver_path(solver_file);
+  if (!param->has_snapshot_prefix()) {
+    param->set_snapshot_prefix(std::filesystem::path(solver_path).replace_extension().string());
+    LOG(INFO) << "snapshot_prefix was not specified and is set to " << param->snapshot_prefix();
+  } else if (std::filesystem::is_directory(param->snapshot_prefix())) {
+    param->set_snapshot_prefix(
+        (std::filesystem::path(param->snapshot_prefix()) / solver_path.stem()).string());
+    LOG(INFO) << "snapshot_prefix is a directory and is replaced by " << param->snapshot_prefix();
+  }
+}
 
 }  // namespace doppio

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <thread>
 
 #include "command.hpp"
@@ -67,30 +66,6 @@ DEFINE_int32(lr_warmup_iters, 0,
 
 namespace doppio {
 namespace {
-
-// Caffe's rule: without snapshot_prefix, snapshots go next to the solver file and take its
-// name; a prefix naming a directory puts them in that directory under the solver's name.
-void UpgradeSnapshotPrefix(const std::string& solver_file, SolverParameter* param) {
-  const std::filesystem::path solver_path(solver_file);
-  if (!param->has_snapshot_prefix()) {
-    param->set_snapshot_prefix(std::filesystem::path(solver_path).replace_extension().string());
-    LOG(INFO) << "snapshot_prefix was not specified and is set to " << param->snapshot_prefix();
-  } else if (std::filesystem::is_directory(param->snapshot_prefix())) {
-    param->set_snapshot_prefix(
-        (std::filesystem::path(param->snapshot_prefix()) / solver_path.stem()).string());
-    LOG(INFO) << "snapshot_prefix is a directory and is replaced by " << param->snapshot_prefix();
-  }
-}
-
-// The communicator: MPI under a launcher (or with DOPPIO_MPI=1, MPI's singleton start),
-// else the one-rank communicator, which needs no MPI at all.
-std::shared_ptr<Communicator> MakeCommunicator() {
-  const char* forced = std::getenv("DOPPIO_MPI");
-  const bool use_mpi = forced != nullptr && *forced != '\0' ? std::string(forced) != "0"
-                                                            : MpiCommunicator::LaunchedByMpi();
-  if (use_mpi) return std::make_shared<MpiCommunicator>();
-  return std::make_shared<SelfCommunicator>();
-}
 
 // Reads and checks the flags and the solver file (the same on every rank). With --gpu each
 // rank opens the GPU its local rank picks.
@@ -206,7 +181,7 @@ ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
 }
 
 int Train() {
-  std::shared_ptr<Communicator> comm = MakeCommunicator();
+  std::shared_ptr<Communicator> comm = MakeJobCommunicator();
   SetUpRankLogging(comm->rank(), comm->size());
   comm->set_timeout(FLAGS_comm_timeout);
   try {

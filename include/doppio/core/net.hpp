@@ -22,9 +22,10 @@ namespace doppio {
 template <typename Dtype>
 class Net {
  public:
-  // Called after layer `layer_id` finished its Backward (parallel gradient sync hooks here).
+  // Called with a layer's index just before or just after its Forward or its Backward: the
+  // parallel gradient sync hooks in after backward, timelines after forward, and pycaffe's
+  // before_forward / after_backward callbacks everywhere.
   using BackwardCallback = std::function<void(int layer_id)>;
-  // Called after layer `layer_id` finished its Forward (timelines hook here).
   using ForwardCallback = std::function<void(int layer_id)>;
 
   // seed initialises the fillers and every layer's random stream (layer i gets its own).
@@ -145,8 +146,14 @@ class Net {
   bool debug_info() const { return debug_info_; }
   void set_debug_info(bool on) { debug_info_ = on; }
 
+  void add_before_backward(BackwardCallback callback) {
+    before_backward_.push_back(std::move(callback));
+  }
   void add_after_backward(BackwardCallback callback) {
     after_backward_.push_back(std::move(callback));
+  }
+  void add_before_forward(ForwardCallback callback) {
+    before_forward_.push_back(std::move(callback));
   }
   void add_after_forward(ForwardCallback callback) {
     after_forward_.push_back(std::move(callback));
@@ -221,7 +228,9 @@ class Net {
   std::size_t arena_count_ = 0;
   std::shared_ptr<SyncedMemory> arena_data_;
   std::shared_ptr<SyncedMemory> arena_diff_;
+  std::vector<BackwardCallback> before_backward_;
   std::vector<BackwardCallback> after_backward_;
+  std::vector<ForwardCallback> before_forward_;
   std::vector<ForwardCallback> after_forward_;
   bool debug_info_ = false;
 };

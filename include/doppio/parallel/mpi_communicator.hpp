@@ -76,4 +76,9 @@ class MpiCommunicator : public Communicator {
   std::unique_ptr<MpiEngine> engine_;
 };
 
+// The communicator of this process's job: MPI's under a launcher (or with DOPPIO_MPI=1, MPI's
+// singleton start; DOPPIO_MPI=0 never uses MPI), else the one-rank communicator, which needs
+// no MPI at all. For `doppio train` and the Python package alike.
+std::shared_ptr<Communicator> MakeJobCommunicator();
+
 }  // namespace doppio

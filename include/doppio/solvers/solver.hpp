@@ -115,10 +115,12 @@ class Solver {
 
   virtual const char* type() const = 0;
 
- protected:
   // Applies one update to the training net's weights from the gradients in its diffs; false
-  // when a weight came out NaN or infinite (Net::Update's check).
+  // when a weight came out NaN or infinite (Net::Update's check). Step calls it; so does a
+  // loop that runs forward and backward itself (pycaffe's apply_update).
   virtual bool ApplyUpdate() = 0;
+
+ protected:
   // Adds the method's history (momentum, moments) to a snapshot / reads it back. Restore
   // checks counts and shapes before calling RestoreSolverState.
   virtual void SnapshotSolverState(SolverState* state) const = 0;

@@ -32,6 +32,11 @@ class SolverRegistry {
 // Moves the legacy solver_type enum into type. Throws Error when both are set and disagree.
 void UpgradeSolverType(SolverParameter* param);
 
+// Caffe's rule for snapshot files, applied when a solver file is read to train: without
+// snapshot_prefix, snapshots go next to the solver file and take its name; a prefix naming a
+// directory puts them in that directory under the solver's name.
+void UpgradeSnapshotPrefix(const std::string& solver_file, SolverParameter* param);
+
 template <typename Dtype>
 struct SolverRegisterer {
   SolverRegisterer(const std::string& type, typename SolverRegistry<Dtype>::Creator creator) {

@@ -1,0 +1,6 @@
+"""caffe.pycaffe is doppio.pycaffe."""
+import sys
+
+from doppio import pycaffe
+
+sys.modules[__name__] = pycaffe
