@@ -31,4 +31,8 @@ void BindSolver(py::module_& m);
 // callers catch IOError, which Doppio's own Error is not.
 void CheckFileExists(const std::string& path, const char* what);
 
+// glog to stderr, as pycaffe logs, unless the process has started it already.
+void StartLogging();
+void InitLog(int level);
+
 }  // namespace doppio::python

@@ -100,7 +100,9 @@ void BindBlob(py::module_& m) {
           "diff", [](const py::object& self) { return View(self, true); },
           [](const py::object& self, const py::object& value) { Assign(self, value, true); });
 
-  py::bind_vector<BlobVector>(m, "BlobVec", "A layer's parameter blobs (its own list).")
+  // Shared with the Python layer module, which hands a layer's own vector to its object
+  // (bind_vector would make it local to this module: its element type is a holder).
+  py::bind_vector<BlobVector>(m, "BlobVec", py::module_local(false))
       .def(
           "add_blob",
           [](BlobVector& blobs, const py::args& dims) {

@@ -12,21 +12,20 @@
 #include "runtime.hpp"
 
 namespace doppio::python {
-namespace {
 
-bool logging_started = false;
+void StartLogging() {
+  // Inside `doppio train` (a Python layer's interpreter) the tool has started glog already,
+  // with its own settings.
+  if (google::IsGoogleLoggingInitialized()) return;
+  google::InitGoogleLogging("doppio");
+  FLAGS_logtostderr = 1;
+}
 
-// pycaffe's init_log: glog to stderr, from `level` up (0 INFO, 1 WARNING, 2 ERROR).
-void InitLog(int level, bool use_google_log) {
-  if (!logging_started) {
-    google::InitGoogleLogging("doppio");
-    logging_started = true;
-  }
+void InitLog(int level) {
+  StartLogging();
   FLAGS_logtostderr = 1;
   FLAGS_minloglevel = level;
 }
-
-}  // namespace
 
 void BindRuntime(py::module_& m) {
   m.def("set_mode_cpu", [] { Runtime::Get().set_gpu_mode(false); },
@@ -38,7 +37,8 @@ void BindRuntime(py::module_& m) {
         py::arg("seed"),
         "Seeds the fillers and random layers of the nets and solvers made from now on.");
   m.def("layer_type_list", [] { return LayerRegistry<float>::Types(); });
-  m.def("init_log", &InitLog, py::arg("level") = 0, py::arg("use_google_log") = false);
+  m.def("init_log", &InitLog, py::arg("level") = 0,
+        "Caffe's log lines to stderr from `level` up (0 INFO, 1 WARNING, 2 ERROR).");
   m.def(
       "log", [](const std::string& message) { LOG(INFO) << message; }, py::arg("message"));
   m.def("mpi_rank", [] { return Runtime::Get().communicator()->rank(); },
@@ -67,6 +67,8 @@ void CheckFileExists(const std::string& path, const char* what) {
 PYBIND11_MODULE(_doppio, m) {
   m.doc() = "Doppio's native classes and functions (use the doppio or caffe package)";
   py::register_exception<doppio::Error>(m, "Error", PyExc_RuntimeError);
+  // Caffe's log lines to stderr from the start, as pycaffe prints them.
+  doppio::python::StartLogging();
   doppio::python::BindRuntime(m);
   doppio::python::BindBlob(m);
   doppio::python::BindLayer(m);

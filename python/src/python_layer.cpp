@@ -30,12 +30,13 @@ void EnsureInterpreter() {
 std::string PythonErrorText(const py::error_already_set& error) {
   try {
     const py::object format = py::module_::import("traceback").attr("format_exception");
-    const py::list lines = format(error.type(), error.value(), error.trace());
+    const py::handle trace = error.trace() ? error.trace() : py::none();
+    const py::list lines = format(error.type(), error.value(), trace);
     std::string text;
     for (const py::handle line : lines) text += py::cast<std::string>(line);
     while (!text.empty() && text.back() == '\n') text.pop_back();
     return text;
-  } catch (const py::error_already_set&) {
+  } catch (const std::exception&) {
     return error.what();
   }
 }

@@ -2,6 +2,7 @@
 
 #include "doppio/parallel/mpi_communicator.hpp"
 #include "doppio/parallel/rank_logging.hpp"
+#include "doppio/util/error.hpp"
 
 namespace doppio::python {
 

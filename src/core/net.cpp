@@ -229,6 +229,11 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   DecideBackward(param);
   ShareKeptCopies();
 
+  // As in Caffe, the tops of Input layers are the net's inputs (what a caller fills).
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    if (std::string(layers_[i]->type()) != "Input") continue;
+    for (Blob<Dtype>* top : top_vecs_[i]) net_input_blobs_.push_back(top);
+  }
   for (const auto& entry : available_blobs) {
     net_output_blobs_.push_back(blobs_[entry.second].get());
     net_output_blob_indices_.push_back(entry.second);
