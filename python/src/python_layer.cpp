@@ -84,6 +84,8 @@ class PythonLayer : public Layer<float> {
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     Call("setup", [&] { self_.attr("setup")(Blobs(bottom), Blobs(top)); });
+    // The blobs setup added are learnable (unless the net's param specs say otherwise).
+    this->param_propagate_down_.resize(this->blobs_.size(), true);
   }
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     Call("reshape", [&] { self_.attr("reshape")(Blobs(bottom), Blobs(top)); });

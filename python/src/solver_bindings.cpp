@@ -29,7 +29,10 @@ class PySolver {
       param.clear_solver_type();
       param.set_type(*type);
     }
-    if (runtime.seed()) param.set_random_seed(static_cast<std::int64_t>(*runtime.seed()));
+    // As in Caffe, the file's random_seed wins over set_random_seed's.
+    if (runtime.seed() && !param.has_random_seed()) {
+      param.set_random_seed(static_cast<std::int64_t>(*runtime.seed()));
+    }
     ParallelOptions options;
     options.gpu = runtime.gpu();
     if (options.gpu) {

@@ -1,15 +1,12 @@
 """Tests of doppio.classifier and doppio.detector on a tiny net
 (Input -> InnerProduct -> Softmax) whose weights the test sets, so every
-prediction can be recomputed with numpy.  They need the compiled
-extension doppio._doppio and are skipped without it."""
+prediction can be recomputed with numpy."""
 
 import importlib.util
 
 import numpy as np
 import pytest
 import skimage.io
-
-pytest.importorskip('doppio._doppio')
 
 from doppio import io  # noqa: E402
 from doppio._doppio import TEST  # noqa: E402
