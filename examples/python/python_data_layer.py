@@ -37,13 +37,18 @@ def main():
           % (net.blobs['data'].data.shape, net.blobs['label'].data[:10].astype(int).tolist(),
              net.blobs['loss'].data))
 
+    # The solver's nets are the data-parallel trainer's: under mpirun each rank's Python
+    # layer gets its own shard, as Data layers do.
     solver = caffe.get_solver(args.solver)
+    layer = solver.net.layer_dict['mnist']
+    print('rank %d: the solver\'s layer reads shard %d of %d'
+          % (caffe.mpi_rank(), layer.shard_rank, layer.shard_size), flush=True)
     solver.step(args.iters)
     test_net = solver.test_nets[0]
     solver.share_weights(test_net)
     accuracy = sum(float(test_net.forward()['accuracy']) for _ in range(20)) / 20
-    print('after %d iterations: loss %.4f, test accuracy %.2f%%'
-          % (solver.iter, solver.net.blobs['loss'].data, 100 * accuracy))
+    print('rank %d after %d iterations: loss %.4f, test accuracy %.2f%% (this rank\'s shard)'
+          % (caffe.mpi_rank(), solver.iter, solver.net.blobs['loss'].data, 100 * accuracy))
 
 
 if __name__ == '__main__':
