@@ -1,5 +1,6 @@
 # DOPPIO_PYTHON: AUTO builds the Python packages (doppio, and caffe over it) and the Python
-# layer module when Debian's python3-dev, pybind11-dev and numpy are found, ON requires them,
+# layer module when Debian's python3-dev, pybind11-dev, numpy, protobuf and skimage (which
+# caffe.io imports) are found, ON requires them,
 # OFF leaves them out. Always /usr/bin/python3: Debian's packages load only under it.
 doppio_check_switch(DOPPIO_PYTHON "AUTO|ON|OFF")
 set(DOPPIO_HAVE_PYTHON OFF)
@@ -10,7 +11,7 @@ if(NOT DOPPIO_PYTHON STREQUAL "OFF")
   find_package(pybind11 CONFIG QUIET)
   set(numpy_found OFF)
   if(Python3_FOUND)
-    execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy, google.protobuf"
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy, google.protobuf, skimage"
                     RESULT_VARIABLE numpy_status OUTPUT_QUIET ERROR_QUIET)
     if(numpy_status EQUAL 0)
       set(numpy_found ON)
@@ -25,8 +26,8 @@ if(NOT DOPPIO_PYTHON STREQUAL "OFF")
     endif()
     get_filename_component(DOPPIO_LIBPYTHON_NAME "${DOPPIO_LIBPYTHON_FILE}" NAME)
   elseif(DOPPIO_PYTHON STREQUAL "ON")
-    message(FATAL_ERROR "DOPPIO_PYTHON=ON but /usr/bin/python3 with its headers, pybind11, numpy "
-                        "or protobuf was not found: apt-get install python3-dev pybind11-dev "
-                        "python3-numpy python3-protobuf")
+    message(FATAL_ERROR "DOPPIO_PYTHON=ON but /usr/bin/python3 with its headers, pybind11, numpy, "
+                        "protobuf or skimage was not found: apt-get install python3-dev "
+                        "pybind11-dev python3-numpy python3-protobuf python3-skimage")
   endif()
 endif()

@@ -17,6 +17,9 @@ packages=(
   # The CPU engine ONEDNN (without OpenCL, which its CMake package would want).
   libdnnl-dev
   python3-matplotlib
+  # The Python packages (docs/python.md): the extension, caffe.io, caffe.draw, and their tests.
+  python3-dev pybind11-dev python3-numpy python3-protobuf python3-skimage python3-pydot graphviz
+  python3-h5py python3-pytest
   # The fuzz targets (scripts/fuzz.sh): clang, and libFuzzer with the sanitizer runtimes,
   # which clang only recommends.
   clang libclang-rt-14-dev

@@ -69,7 +69,11 @@ class PythonLayer : public Layer<float> {
       self_.attr("shard_rank") = param.data_param().shard_rank();
       self_.attr("shard_size") = param.data_param().shard_size();
       self_.attr("blobs") = py::cast(&this->blobs_, py::return_value_policy::reference);
-      self_.attr("__init__")();
+      // As pycaffe, __init__ gets the layer's LayerParameter (a doppio_pb2 message).
+      const py::object message = py::module_::import("doppio.proto.doppio_pb2")
+                                     .attr("LayerParameter")
+                                     .attr("FromString")(py::bytes(param.SerializeAsString()));
+      self_.attr("__init__")(message);
     });
   }
   ~PythonLayer() override {

@@ -58,6 +58,15 @@ class Data(caffe.Layer):
         pass
 
 
+class WithInit(ScaledSquare):
+    """pycaffe's form: __init__ takes the LayerParameter and passes it on."""
+
+    def __init__(self, p_object, *args, **kwargs):
+        super().__init__(p_object)
+        self.init_name = p_object.name
+        self.init_param_str = p_object.python_param.param_str
+
+
 class Broken(caffe.Layer):
     def setup(self, bottom, top):
         raise ValueError('bad param_str ' + repr(self.param_str))
@@ -105,6 +114,13 @@ def test_the_layer_gets_param_str_phase_and_runs(folder, layers):
     assert list(net.params) == ['sq'] and net.params['sq'][0].data[0] == 1.5
     x = np.array([[1, -2, 3], [0.5, 0, -1]], np.float32)
     np.testing.assert_allclose(net.forward(x=x)['y'], 1.5 * x ** 2)
+
+
+def test_init_gets_the_layer_parameter(folder, layers):
+    text = (NET % {'module': layers}).replace('"ScaledSquare"', '"WithInit"')
+    layer = caffe.Net(write(folder, 'n.prototxt', text), caffe.TEST).layers[1]
+    assert (layer.init_name, layer.init_param_str) == ('sq', '1.5')
+    assert layer.layer_param.python_param.layer == 'WithInit'
 
 
 def test_gradients_match_finite_differences(folder, layers):
