@@ -41,6 +41,7 @@ void BindRuntime(py::module_& m) {
         "Caffe's log lines to stderr from `level` up (0 INFO, 1 WARNING, 2 ERROR).");
   m.def(
       "log", [](const std::string& message) { LOG(INFO) << message; }, py::arg("message"));
+  m.def("gpu_count", &GpuDeviceCount, "The CUDA devices this process can use (0 without).");
   m.def("mpi_rank", [] { return Runtime::Get().communicator()->rank(); },
         "This process's rank in its MPI job (0 without one).");
   m.def("mpi_size", [] { return Runtime::Get().communicator()->size(); },
