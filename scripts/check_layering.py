@@ -4,8 +4,8 @@
     scripts/check_layering.py        # from anywhere; exit 1 naming each upward include
 
 The parts by folder, lowest first: util (base), device, core, data, layers, solvers,
-parallel. A file may include its own part and any part below it; tools/, tests/ and bench/
-may include all. The build enforces the same order (each part's include path holds only the
+parallel. A file may include its own part and any part below it; tools/, python/, tests/
+and bench/ may include all. The build enforces the same order (each part's include path holds only the
 parts below it, cmake/Parts.cmake); this check runs first in scripts/test.sh because it
 takes a second and names every offending line at once, where the build stops at the first
 file that fails to compile, half an hour in.
