@@ -520,12 +520,12 @@ TEST_F(TrainCommandTest, DeviceQueryAndHelp) {
 
 // gflags' flags are global: a command refuses another command's instead of ignoring it.
 TEST_F(TrainCommandTest, AnotherCommandsFlagIsAnErrorNamingTheCommandsThatTakeIt) {
-  const auto threads =
-      RunDoppio({"train", "--solver=none.prototxt", "--threads=2"}, Path("log.txt"));
-  EXPECT_EQ(threads.exit_code, 2) << threads.output;
-  EXPECT_CONTAINS(threads.output,
-                  "doppio train: --threads is a flag of `doppio scale` and `doppio time`, not of "
-                  "train (`doppio help train` lists its flags)");
+  const auto shape =
+      RunDoppio({"train", "--solver=none.prototxt", "--input_shape=3,8,8"}, Path("log.txt"));
+  EXPECT_EQ(shape.exit_code, 2) << shape.output;
+  EXPECT_CONTAINS(shape.output,
+                  "doppio train: --input_shape is a flag of `doppio scale` and `doppio time`, not "
+                  "of train (`doppio help train` lists its flags)");
   const auto blobs =
       RunDoppio({"test", "--model=m", "--weights=w", "--blobs=conv1"}, Path("log.txt"));
   EXPECT_EQ(blobs.exit_code, 2) << blobs.output;

@@ -38,6 +38,11 @@ DEFINE_bool(onednn_winograd, true,
             "has a fast kernel (1.3-2.7x faster; results within 1e-3 of the direct "
             "algorithm's instead of 1e-4, as TF32 on the GPU).");
 
+DEFINE_int32(threads, 0,
+             "CPU threads of this process (OpenBLAS, oneDNN and Doppio's pool together); 0: "
+             "OMP_NUM_THREADS when set, else the cores this process may use shared among the "
+             "ranks on its node.");
+
 namespace doppio {
 
 std::vector<std::string> SplitCommaList(const std::string& text) {

@@ -21,6 +21,7 @@ DECLARE_bool(tf32_gemm);
 DECLARE_string(cudnn_algo);
 DECLARE_int32(cudnn_workspace_mb);
 DECLARE_bool(onednn_winograd);
+DECLARE_int32(threads);
 
 namespace doppio {
 

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "command.hpp"
+#include "thread_budget.hpp"
 #include "common_flags.hpp"
 #include "doppio/core/common.hpp"
 #include "tool_faults.hpp"
@@ -170,6 +172,11 @@ int main(int argc, char** argv) {
   try {
     doppio::RefuseOtherCommandsFlags(argv[1]);
     doppio::ApplyCpuEngineFlags();
+    // Every command that works gets its threads before any work (help only prints).
+    std::unique_ptr<doppio::ThreadBudget> threads;
+    if (std::string(argv[1]) != "help") {
+      threads = std::make_unique<doppio::ThreadBudget>(doppio::LocalRanksFromLauncher());
+    }
     return doppio::CommandTable()[argv[1]].run();
   } catch (const doppio::Error& error) {
     LOG(ERROR) << error.what();

@@ -33,7 +33,6 @@
 #include "layer_profile.hpp"
 #include "synthetic_inputs.hpp"
 
-DECLARE_int32(threads);
 DECLARE_int32(batch);
 DECLARE_string(json);
 DECLARE_string(input_shape);
@@ -288,7 +287,7 @@ LayerProfile ComputeProfile(Net<float>* net, const std::shared_ptr<GpuContext>& 
     profile = MeasureLayerProfile(net, FLAGS_iterations, finish);
     profile.device =
         "measured here: " +
-        (gpu ? gpu->Describe() : "CPU, " + std::to_string(FLAGS_threads) + " threads") + ", " +
+        (gpu ? gpu->Describe() : "CPU, " + std::to_string(ParallelParts()) + " threads") + ", " +
         std::to_string(FLAGS_iterations) + " iterations";
   }
   if (FLAGS_compute_ms != 0) {
@@ -469,16 +468,12 @@ int Calibrate() {
 int ScaleCommand() {
   if (FLAGS_calibrate) return Calibrate();
   DOPPIO_ENSURE(!FLAGS_model.empty()) << "doppio scale needs --model=FILE";
-  DOPPIO_ENSURE(FLAGS_threads > 0) << "--threads must be positive";
   const std::vector<int> ranks = RanksFromFlag();
   const std::vector<NamedLink> links = LinksFromFlags();
   const SyncMode sync = ParseSyncMode(FLAGS_sync);
   const CollectiveLibrary library = ParseCollectiveLibrary(FLAGS_collectives);
   DOPPIO_ENSURE(FLAGS_bucket_mb > 0) << "--bucket_mb must be positive, not " << FLAGS_bucket_mb;
 
-  ThreadPool pool(FLAGS_threads);
-  ThreadPool::Scope use_pool(&pool);
-  SetBlasThreads(1);
   NetParameter param = ReadNetParamsFromTextFile(FLAGS_model);
   param.mutable_state()->set_phase(TRAIN);
   param.mutable_state()->set_level(FLAGS_level);

@@ -17,7 +17,6 @@
 #include "memory_report.hpp"
 #include "synthetic_inputs.hpp"
 
-DEFINE_int32(threads, 1, "time, scale: CPU threads for the BLAS kernels.");
 DEFINE_int32(batch, 0, "time, scale: override the batch size of the net's inputs (0 keeps it).");
 DEFINE_string(json, "",
               "time, scale: also write the results to this file as JSON (time: the per-layer "
@@ -44,11 +43,6 @@ std::vector<int> ImageShapeFlag() {
 int TimeCommand() {
   DOPPIO_ENSURE(!FLAGS_model.empty()) << "doppio time needs --model=FILE";
   DOPPIO_ENSURE(FLAGS_iterations > 0) << "--iterations must be positive";
-  DOPPIO_ENSURE(FLAGS_threads > 0) << "--threads must be positive";
-  // The layers split their work over this pool; BLAS runs inside its threads, single-threaded.
-  ThreadPool pool(FLAGS_threads);
-  ThreadPool::Scope use_pool(&pool);
-  SetBlasThreads(1);
   NetParameter param = ReadNetParamsFromTextFile(FLAGS_model);
   param.mutable_state()->set_phase(PhaseFromFlag(TRAIN));
   param.mutable_state()->set_level(FLAGS_level);
@@ -65,7 +59,7 @@ int TimeCommand() {
   };
 
   LayerProfile profile = MeasureLayerProfile(&net, FLAGS_iterations, finish);
-  profile.device = gpu ? gpu->Describe() : "CPU, " + std::to_string(FLAGS_threads) + " threads";
+  profile.device = gpu ? gpu->Describe() : "CPU, " + std::to_string(ParallelParts()) + " threads";
   const auto& layers = profile.layers;
   LOG(INFO) << "Average time per layer: ";
   for (const LayerTiming& layer : layers) {

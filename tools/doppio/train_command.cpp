@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <thread>
 
 #include "command.hpp"
 #include "common_flags.hpp"
@@ -17,7 +16,6 @@
 #include "doppio/parallel/rank_logging.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/io.hpp"
-#include "doppio/util/math_functions.hpp"
 #include "memory_report.hpp"
 #include "signal_handler.hpp"
 #include "tool_faults.hpp"
@@ -135,16 +133,6 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
 
 ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   const int size = comm->size();
-  if (size > 1 && std::getenv("OPENBLAS_NUM_THREADS") == nullptr &&
-      std::getenv("OMP_NUM_THREADS") == nullptr) {
-    // The node's cores are shared by its ranks.
-    const int cores = std::max(1u, std::thread::hardware_concurrency());
-    const int threads = std::max(1, cores / comm->local_size());
-    SetBlasThreads(threads);
-    LOG(INFO) << comm->local_size() << " ranks on this node share its " << cores
-              << " cores: " << threads << " BLAS thread" << (threads > 1 ? "s" : "")
-              << " per rank (OPENBLAS_NUM_THREADS overrides)";
-  }
   // Flags and files are read on every rank; a rank that fails stops them all.
   ParallelOptions options;
   SolverParameter solver_param;
