@@ -139,19 +139,9 @@ class LmdbRecords:
         return torch.from_numpy(image), datum.label
 
 
-def torch_rate(net, source, pb2, batch, iterations, warmup, threads, workers):
-    """Iterations/s of a PyTorch training loop (one process)."""
+def train_loop(model, loader, optimizer, iterations, warmup):
+    """Iterations/s of SGD steps over the loader (cycled), after `warmup` of them."""
     import torch
-    from cpu_forward_backward import build_torch_nets
-    if threads:
-        torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    model = build_torch_nets()[net]()
-    model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=NETS[net]['lr'], momentum=0.9,
-                                weight_decay=0.0005)
-    loader = torch.utils.data.DataLoader(LmdbRecords(source, pb2), batch_size=batch,
-                                         shuffle=False, num_workers=workers, drop_last=True)
     loss_fn = torch.nn.CrossEntropyLoss()
     done, start = 0, None
     while done < iterations:
@@ -168,6 +158,22 @@ def torch_rate(net, source, pb2, batch, iterations, warmup, threads, workers):
     return (iterations - warmup) / (time.perf_counter() - start)
 
 
+def torch_rate(net, source, pb2, batch, iterations, warmup, threads, workers):
+    """Iterations/s of a PyTorch training loop (one process)."""
+    import torch
+    from cpu_forward_backward import build_torch_nets
+    if threads:
+        torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = build_torch_nets()[net]()
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=NETS[net]['lr'], momentum=0.9,
+                                weight_decay=0.0005)
+    loader = torch.utils.data.DataLoader(LmdbRecords(source, pb2), batch_size=batch,
+                                         shuffle=False, num_workers=workers, drop_last=True)
+    return train_loop(model, loader, optimizer, iterations, warmup)
+
+
 def torch_ddp_worker(rank, net, source, build, batch, iterations, warmup, port, queue):
     import torch
     import torch.distributed as dist
@@ -182,21 +188,9 @@ def torch_ddp_worker(rank, net, source, build, batch, iterations, warmup, port, 
     sampler = torch.utils.data.distributed.DistributedSampler(records, shuffle=False)
     loader = torch.utils.data.DataLoader(records, batch_size=batch, sampler=sampler,
                                          drop_last=True)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    done, start = 0, None
-    while done < iterations:
-        for images, labels in loader:
-            if done == warmup:
-                start = time.perf_counter()
-            optimizer.zero_grad()
-            loss = sum(w * loss_fn(out, labels) for out, w in model(images))
-            loss.backward()
-            optimizer.step()
-            done += 1
-            if done == iterations:
-                break
+    rate = train_loop(model, loader, optimizer, iterations, warmup)
     if rank == 0:
-        queue.put((iterations - warmup) / (time.perf_counter() - start))
+        queue.put(rate)
     dist.destroy_process_group()
 
 

@@ -32,16 +32,9 @@ class Detector(Net):
                  context_pad=None):
         Net.__init__(self, model_file, TEST, weights=pretrained_file)
         in_ = self.inputs[0]
-        self.transformer = io.Transformer({in_: self.blobs[in_].data.shape})
-        self.transformer.set_transpose(in_, (2, 0, 1))
-        if mean is not None:
-            self.transformer.set_mean(in_, mean)
-        if input_scale is not None:
-            self.transformer.set_input_scale(in_, input_scale)
-        if raw_scale is not None:
-            self.transformer.set_raw_scale(in_, raw_scale)
-        if channel_swap is not None:
-            self.transformer.set_channel_swap(in_, channel_swap)
+        self.transformer = io.image_transformer(
+            in_, self.blobs[in_].data.shape, mean=mean, input_scale=input_scale,
+            raw_scale=raw_scale, channel_swap=channel_swap)
         self.configure_crop(context_pad)
 
     def detect_windows(self, images_windows):

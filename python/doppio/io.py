@@ -297,6 +297,24 @@ class Transformer:
 
 # Image IO
 
+def image_transformer(input_name, shape, mean=None, input_scale=None,
+                      raw_scale=None, channel_swap=None):
+    """A Transformer for images (H x W x K, as load_image gives them) into
+    the net input `input_name` of `shape`, set up as Classifier and Detector
+    take their arguments; the settings left at None are not applied."""
+    transformer = Transformer({input_name: shape})
+    transformer.set_transpose(input_name, (2, 0, 1))
+    if mean is not None:
+        transformer.set_mean(input_name, mean)
+    if input_scale is not None:
+        transformer.set_input_scale(input_name, input_scale)
+    if raw_scale is not None:
+        transformer.set_raw_scale(input_name, raw_scale)
+    if channel_swap is not None:
+        transformer.set_channel_swap(input_name, channel_swap)
+    return transformer
+
+
 def load_image(filename, color=True):
     """Load an image as float32 in [0, 1], shaped H x W x K.
 

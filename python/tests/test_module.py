@@ -96,17 +96,21 @@ def lenet_like(source, batch):
     return n.to_proto()
 
 
-def test_a_netspec_net_builds_and_trains(folder):
-    source = write_hdf5_data(folder, items=96)
+def netspec_solver(folder, settings):
+    """A solver file over lenet_like's net, written with NetSpec, on 96 HDF5 records."""
     net_path = os.path.join(folder, 'spec.prototxt')
     with open(net_path, 'w') as f:
-        f.write(str(lenet_like(source, 16)))
+        f.write(str(lenet_like(write_hdf5_data(folder, items=96), 16)))
     solver_path = os.path.join(folder, 'solver.prototxt')
     with open(solver_path, 'w') as f:
-        f.write('net: "%s"\nbase_lr: 0.1\nmomentum: 0.9\nlr_policy: "fixed"\n'
-                'max_iter: 300\ndisplay: 0\nrandom_seed: 1\nsnapshot_after_train: false\n'
-                % net_path)
-    solver = caffe.SGDSolver(solver_path)
+        f.write('net: "%s"\nlr_policy: "fixed"\nmax_iter: 100000\ndisplay: 0\n'
+                'snapshot_after_train: false\n%s' % (net_path, settings))
+    return solver_path
+
+
+def test_a_netspec_net_builds_and_trains(folder):
+    solver = caffe.SGDSolver(netspec_solver(folder, 'base_lr: 0.1\nmomentum: 0.9\n'
+                                            'random_seed: 1\n'))
     solver.step(1)
     first = float(solver.net.blobs['loss'].data)
     solver.step(299)
@@ -116,15 +120,7 @@ def test_a_netspec_net_builds_and_trains(folder):
 
 
 def test_the_gil_is_released_while_the_library_computes(folder):
-    source = write_hdf5_data(folder, items=96)
-    net_path = os.path.join(folder, 'spec.prototxt')
-    with open(net_path, 'w') as f:
-        f.write(str(lenet_like(source, 16)))
-    solver_path = os.path.join(folder, 'solver.prototxt')
-    with open(solver_path, 'w') as f:
-        f.write('net: "%s"\nbase_lr: 0.01\nlr_policy: "fixed"\nmax_iter: 100000\n'
-                'display: 0\nsnapshot_after_train: false\n' % net_path)
-    solver = caffe.SGDSolver(solver_path)
+    solver = caffe.SGDSolver(netspec_solver(folder, 'base_lr: 0.01\n'))
     stepping = threading.Thread(target=solver.step, args=(3000,))
     turns = 0
     stepping.start()
