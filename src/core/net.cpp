@@ -20,37 +20,6 @@
 namespace doppio {
 
 namespace {
-// Caffe's legacy net inputs (input + input_shape / input_dim) become an Input layer.
-NetParameter UpgradeLegacyInputs(const NetParameter& param) {
-  if (param.input_size() == 0) return param;
-  DOPPIO_ENSURE(param.input_shape_size() == 0 || param.input_dim_size() == 0)
-      << "net '" << param.name() << "': give input_shape or input_dim, not both";
-  NetParameter result = param;
-  result.clear_input();
-  result.clear_input_shape();
-  result.clear_input_dim();
-  result.clear_layer();
-  LayerParameter* input = result.add_layer();
-  input->set_name("input");
-  input->set_type("Input");
-  for (int i = 0; i < param.input_size(); ++i) {
-    input->add_top(param.input(i));
-    BlobShape* shape = input->mutable_input_param()->add_shape();
-    if (param.input_shape_size() > 0) {
-      DOPPIO_ENSURE(param.input_shape_size() == param.input_size())
-          << "net '" << param.name() << "': " << param.input_size() << " inputs but "
-          << param.input_shape_size() << " input_shape entries";
-      *shape = param.input_shape(i);
-    } else {
-      DOPPIO_ENSURE(param.input_dim_size() == 4 * param.input_size())
-          << "net '" << param.name() << "': input_dim needs 4 values per input, got "
-          << param.input_dim_size();
-      for (int d = 0; d < 4; ++d) shape->add_dim(param.input_dim(4 * i + d));
-    }
-  }
-  for (const auto& layer : param.layer()) *result.add_layer() = layer;
-  return result;
-}
 // Makes sure an error says which layer, even when shared code (Blob, fillers) raised it.
 [[noreturn]] void RethrowNamingLayer(const Error& error, const LayerParameter& layer) {
   const std::string what = error.what();
@@ -127,7 +96,9 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   phase_ = in_param.state().phase();
   name_ = in_param.name();
   debug_info_ = in_param.debug_info();
-  const NetParameter param = InsertSplits(FilterNet(UpgradeLegacyInputs(in_param)));
+  NetParameter with_inputs = in_param;
+  UpgradeNetInputs("net '" + name_ + "'", &with_inputs);
+  const NetParameter param = InsertSplits(FilterNet(with_inputs));
   LOG(INFO) << "Initializing net '" << name_ << "' for phase " << Phase_Name(phase_);
 
   std::map<std::string, int> available_blobs;

@@ -34,6 +34,24 @@ struct Env {
   }
 };
 
+// LMDB must not open one environment twice in a process (closing either would drop the
+// other's file locks), yet a train and a test net, several ranks in one test, or a reader of
+// a data set that this process is still writing (the lmdb_record fuzz target) often read the
+// same folder: they share one environment per folder, the writer's while it is open.
+// Guards OpenEnvs(), and is held across opening a reader's environment so that two readers
+// of one folder do not both open it.
+std::mutex g_envs_mutex;
+// By canonical folder path.
+std::map<std::string, std::weak_ptr<Env>>& OpenEnvs() {
+  static std::map<std::string, std::weak_ptr<Env>> envs;
+  return envs;
+}
+
+std::string EnvKey(const std::string& source) {
+  std::error_code error;
+  return fs::canonical(source, error).string();
+}
+
 class LmdbCursor : public Cursor {
  public:
   LmdbCursor(std::shared_ptr<Env> env, const std::string& source)
@@ -150,6 +168,8 @@ class LmdbDB : public DB {
       CheckMdb(mdb_env_create(&env_->env), source, "mdb_env_create");
       CheckMdb(mdb_env_set_mapsize(env_->env, map_bytes), source, "mdb_env_set_mapsize");
       CheckMdb(mdb_env_open(env_->env, source.c_str(), MDB_NOTLS, 0664), source, "mdb_env_open");
+      std::lock_guard<std::mutex> lock(g_envs_mutex);
+      OpenEnvs()[EnvKey(source)] = env_;
     } else {
       env_ = SharedReadEnv(source);
     }
@@ -173,16 +193,11 @@ class LmdbDB : public DB {
   }
 
  private:
-  // LMDB must not open one environment twice in a process (closing either would drop the
-  // other's file locks), yet a train and a test net, or several ranks in one test, often read
-  // the same data set: readers share one environment per folder.
+  // The folder's open environment (a writer's or another reader's), else a new read-only one.
   static std::shared_ptr<Env> SharedReadEnv(const std::string& source) {
-    static std::mutex mutex;
-    static std::map<std::string, std::weak_ptr<Env>> open;
-    std::error_code error;
-    const std::string key = fs::canonical(source, error).string();
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto env = open[key].lock()) return env;
+    const std::string key = EnvKey(source);
+    std::lock_guard<std::mutex> lock(g_envs_mutex);
+    if (auto env = OpenEnvs()[key].lock()) return env;
     auto env = std::make_shared<Env>();
     CheckMdb(mdb_env_create(&env->env), source, "mdb_env_create");
     // A data set on a read-only file system cannot take a lock file; reading without locks
@@ -192,7 +207,7 @@ class LmdbDB : public DB {
       rc = mdb_env_open(env->env, source.c_str(), MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0664);
     }
     CheckMdb(rc, source, "opening (is it an LMDB?)");
-    open[key] = env;
+    OpenEnvs()[key] = env;
     return env;
   }
 

@@ -4,6 +4,7 @@
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/nonfinite.hpp"
 
 namespace doppio {
 
@@ -31,7 +32,7 @@ void HingeLossLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& to
         << ") is outside the class range [0, " << dim << ")";
     for (int k = 0; k < dim; ++k) {
       const Dtype t = k == label ? Dtype(1) : Dtype(-1);
-      margin[n * dim + k] = std::max(Dtype(0), Dtype(1) - t * x[n * dim + k]);
+      margin[n * dim + k] = MaxKeepingNaN(Dtype(1) - t * x[n * dim + k], Dtype(0));
     }
   }
   Dtype loss = 0;

@@ -3,6 +3,7 @@
 #include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/hinge_loss_layer.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/nonfinite.hpp"
 
 namespace doppio {
 
@@ -20,7 +21,7 @@ __global__ void HingeForward(long long n, int dim, const Dtype* x, const Dtype* 
       continue;
     }
     const Dtype t = k == label ? Dtype(1) : Dtype(-1);
-    margin[i] = max(Dtype(0), Dtype(1) - t * x[i]);
+    margin[i] = MaxKeepingNaN(Dtype(1) - t * x[i], Dtype(0));
   }
 }
 

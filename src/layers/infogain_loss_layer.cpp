@@ -7,6 +7,7 @@
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/nonfinite.hpp"
 
 namespace doppio {
 
@@ -101,7 +102,7 @@ void InfogainLossLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec&
       if (label < 0) continue;
       const Dtype* h = H + label * num_classes_;
       for (int k = 0; k < num_classes_; ++k) {
-        loss -= h[k] * std::log(std::max(prob[i * dim + k * inner_num_ + j], Dtype(FLT_MIN)));
+        loss -= h[k] * std::log(MaxKeepingNaN(prob[i * dim + k * inner_num_ + j], Dtype(FLT_MIN)));
       }
       ++count;
     }

@@ -3,6 +3,7 @@
 #include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/infogain_loss_layer.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/nonfinite.hpp"
 
 namespace doppio {
 
@@ -24,7 +25,8 @@ __global__ void InfogainForward(long long n, const Dtype* prob, const Dtype* lab
     const Dtype* h = H + static_cast<long long>(label) * classes;
     Dtype sum = 0;
     for (int k = 0; k < classes; ++k) {
-      sum -= h[k] * log(max(prob[base + static_cast<long long>(k) * inner], Dtype(FLT_MIN)));
+      sum -=
+          h[k] * log(MaxKeepingNaN(prob[base + static_cast<long long>(k) * inner], Dtype(FLT_MIN)));
     }
     loss[p] = sum;
     counts[p] = 1;

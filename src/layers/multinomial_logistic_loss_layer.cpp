@@ -5,6 +5,7 @@
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/nonfinite.hpp"
 
 namespace doppio {
 
@@ -47,7 +48,7 @@ void MultinomialLogisticLossLayer<Dtype>::Forward_cpu(const BlobVec& bottom, con
   Dtype loss = 0;
   for (int n = 0; n < num_; ++n) {
     const int label = CheckedLabel(labels, n);
-    loss -= std::log(std::max(prob[n * dim_ + label], Dtype(kLogThreshold)));
+    loss -= std::log(MaxKeepingNaN(prob[n * dim_ + label], Dtype(kLogThreshold)));
   }
   top[0]->mutable_cpu_data()[0] = num_ > 0 ? loss / num_ : Dtype(0);
 }
@@ -65,7 +66,7 @@ void MultinomialLogisticLossLayer<Dtype>::Backward_cpu(const BlobVec& top,
   const Dtype scale = -top[0]->cpu_diff()[0] / num_;
   for (int n = 0; n < num_; ++n) {
     const int i = n * dim_ + CheckedLabel(labels, n);
-    diff[i] = scale / std::max(prob[i], Dtype(kLogThreshold));
+    diff[i] = scale / MaxKeepingNaN(prob[i], Dtype(kLogThreshold));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/multinomial_logistic_loss_layer.hpp"
+#include "doppio/util/nonfinite.hpp"
 
 namespace doppio {
 
@@ -18,7 +19,7 @@ __global__ void MultinomialLogisticLossForward(int num, int dim, const Dtype* pr
       continue;
     }
     const Dtype p = prob[n * dim + label];
-    loss[n] = -log(p > threshold ? p : threshold);
+    loss[n] = -log(MaxKeepingNaN(p, threshold));
   }
 }
 
@@ -28,7 +29,7 @@ __global__ void MultinomialLogisticLossBackward(long long count, int dim, const 
                                                 Dtype* diff) {
   DOPPIO_KERNEL_LOOP(i, count) {
     const int label = static_cast<int>(labels[i / dim]);
-    const Dtype p = prob[i] > threshold ? prob[i] : threshold;
+    const Dtype p = MaxKeepingNaN(prob[i], threshold);
     diff[i] = i % dim == label ? scale / p : Dtype(0);
   }
 }

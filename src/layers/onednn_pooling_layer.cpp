@@ -14,27 +14,6 @@
 
 namespace doppio {
 
-namespace {
-// On the pool's threads, vectorized: serial and scalar, this scan took half of pool1's
-// forward (AlexNet batch 8, 2 threads: 0.8 of 1.6 ms).
-bool HasNaN(const float* data, int count) {
-  constexpr int kGrain = 1 << 16;
-  std::vector<char> nan(ParallelPartsFor(count, kGrain), 0);
-  ParallelFor(count, kGrain, [&](int begin, int end, int part) {
-    // A float is a NaN where its bits without the sign exceed infinity's: an integer maximum,
-    // which the compiler vectorizes (a float comparison chain it does not).
-    std::uint32_t most = 0;
-    for (int i = begin; i < end; ++i) {
-      std::uint32_t bits;
-      std::memcpy(&bits, data + i, sizeof bits);
-      most = std::max(most, bits & 0x7fffffffu);
-    }
-    nan[part] = most > 0x7f800000u;
-  });
-  return std::find(nan.begin(), nan.end(), 1) != nan.end();
-}
-}  // namespace
-
 std::string OnednnPoolingLayer::Unsupported(const LayerParameter& param) {
   if (param.pooling_param().pool() == PoolingParameter::STOCHASTIC) {
     return "oneDNN has no stochastic pooling";
@@ -108,9 +87,9 @@ void OnednnPoolingLayer::Prepare(const dnnl::memory::desc& src) {
 void OnednnPoolingLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   SyncedMemory& in = *bottom[0]->data();
   // A NaN is one in any layout; a oneDNN layout held in the blob has no padding.
-  caffe_pass_ =
-      caffe_shape_ || (method_ == PoolingParameter::MAX &&
-                       HasNaN(static_cast<const float*>(in.raw_cpu_data()), bottom[0]->count()));
+  caffe_pass_ = caffe_shape_ ||
+                (method_ == PoolingParameter::MAX &&
+                 OnednnHasNaN(static_cast<const float*>(in.raw_cpu_data()), bottom[0]->count()));
   if (caffe_pass_) {
     PoolingLayer<float>::Forward_cpu(bottom, top);
     return;

@@ -43,6 +43,14 @@ void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
     CheckHostRan(this->Describe());
     return;
   }
+  // oneDNN's ReLU makes a NaN 0 (and its backward takes a NaN for positive); Caffe's kernel
+  // passes it on, the rule of every engine (relu_layer.hpp).
+  caffe_pass_ = OnednnHasNaN(static_cast<const float*>(bottom[0]->data()->raw_cpu_data()),
+                             bottom[0]->count());
+  if (caffe_pass_) {
+    ReLULayer<float>::Forward_cpu(bottom, top);
+    return;
+  }
   UseOnednnThreads();
   // Kept in Caffe's layout: Backward reorders it to the layout it then runs in.
   if (!FromOutput()) KeepInputIfInPlace(*bottom[0], *top[0]);
@@ -59,6 +67,10 @@ void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
 void OnednnReLULayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                    const BlobVec& bottom) {
   if (!propagate_down[0] || skip_backward_) return;
+  if (caffe_pass_) {
+    ReLULayer<float>::Backward_cpu(top, propagate_down, bottom);
+    return;
+  }
   UseOnednnThreads();
   // In the layout Forward ran in (a reader that turned the data to Caffe's since costs a
   // reorder, not new primitives); a fused ReLU, whose Forward does nothing, in the one the

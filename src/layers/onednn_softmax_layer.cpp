@@ -3,6 +3,7 @@
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
 
@@ -27,6 +28,13 @@ void OnednnSoftmaxLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
 
 void OnednnSoftmaxLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   if (bottom[0]->count() == 0) return;
+  // oneDNN's softmax drops a NaN from its row's maximum and can give finite probabilities;
+  // Caffe's kernel makes the row NaN, the rule of every engine. Backward, from the output,
+  // passes the NaN on either way.
+  if (OnednnHasNaN(bottom[0]->cpu_data(), bottom[0]->count())) {
+    SoftmaxLayer<float>::Forward_cpu(bottom, top);
+    return;
+  }
   UseOnednnThreads();
   OnednnCall(this->Describe(), "softmax forward", [&] {
     src_.set_data_handle(const_cast<float*>(bottom[0]->cpu_data()));

@@ -4,10 +4,15 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "doppio/util/error.hpp"
+#include "doppio/util/thread_pool.hpp"
 
 namespace doppio {
 
@@ -140,6 +145,25 @@ void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors) {
     tensor->Place(at);
     at += OnednnAligned(tensor->transient_bytes());
   }
+}
+
+// On the pool's threads, vectorized: serial and scalar, this scan took half of pool1's
+// forward (AlexNet batch 8, 2 threads: 0.8 of 1.6 ms).
+bool OnednnHasNaN(const float* data, int count) {
+  constexpr int kGrain = 1 << 16;
+  std::vector<char> nan(ParallelPartsFor(count, kGrain), 0);
+  ParallelFor(count, kGrain, [&](int begin, int end, int part) {
+    // A float is a NaN where its bits without the sign exceed infinity's: an integer maximum,
+    // which the compiler vectorizes (a float comparison chain it does not).
+    std::uint32_t most = 0;
+    for (int i = begin; i < end; ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, data + i, sizeof bits);
+      most = std::max(most, bits & 0x7fffffffu);
+    }
+    nan[part] = most > 0x7f800000u;
+  });
+  return std::find(nan.begin(), nan.end(), 1) != nan.end();
 }
 
 }  // namespace doppio

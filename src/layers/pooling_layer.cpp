@@ -188,9 +188,26 @@ void PoolingLayer<Dtype>::MaxRowSse2(const float* in, int ph, float* out, int* i
                                   _mm_andnot_si128(take_index, best_index));
       }
     }
-    // A window without a winner (wholly outside the image) outputs 0.
+    // A lane without a winner either lies wholly outside the image (possible with CEIL and
+    // stride > kernel), and outputs 0, or reads only -inf, which never beat the padding's -inf:
+    // there the window's first image value wins, as in the scalar kernel.
     const __m128i found = _mm_cmpgt_epi32(best_index, _mm_set1_epi32(-1));
     best = _mm_and_ps(best, _mm_castsi128_ps(found));
+    if (_mm_movemask_ps(_mm_castsi128_ps(found)) != 0xf) {
+      alignas(16) float values[4];
+      alignas(16) int indices[4];
+      _mm_store_ps(values, best);
+      _mm_store_si128(reinterpret_cast<__m128i*>(indices), best_index);
+      for (int j = 0; j < 4; ++j) {
+        const int w0 = (pw + j) * stride_w - pad_w;
+        const int wstart = std::max(w0, 0), wend = std::min(w0 + kernel_w, width);
+        if (indices[j] >= 0 || hstart >= hend || wstart >= wend) continue;
+        values[j] = lowest;
+        indices[j] = hstart * width + wstart;
+      }
+      best = _mm_load_ps(values);
+      best_index = _mm_load_si128(reinterpret_cast<const __m128i*>(indices));
+    }
     if (pw + 4 <= pooled_width) {
       _mm_storeu_ps(out + pw, best);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(index + pw), best_index);
@@ -242,8 +259,9 @@ void PoolingLayer<Dtype>::ForwardMax(const Dtype* in, Dtype* out, int* mask, Dty
         for (int w = wstart; w < wend; ++w) {
           // Strictly greater: the first maximum wins ties, as in Caffe. A NaN wins (a later
           // one over an earlier one), as in PyTorch: the window outputs NaN, so the loss
-          // shows it, and Backward routes the gradient to the NaN.
-          if (row[w] > best || std::isnan(row[w])) {
+          // shows it, and Backward routes the gradient to the NaN. The first value is taken
+          // whatever it is, so a window of -inf outputs -inf (PyTorch's), not "no winner".
+          if (best_index < 0 || row[w] > best || std::isnan(row[w])) {
             best = row[w];
             best_index = h * width_ + w;
           }
@@ -251,7 +269,7 @@ void PoolingLayer<Dtype>::ForwardMax(const Dtype* in, Dtype* out, int* mask, Dty
       }
       const int o = ph * pooled_width_ + pw;
       // A window that lies wholly outside the image (possible with CEIL and stride > kernel)
-      // outputs 0 and passes no gradient.
+      // has no value: it outputs 0 and passes no gradient.
       out[o] = best_index >= 0 ? best : Dtype(0);
       if (mask) mask[o] = best_index;
       if (top_mask) top_mask[o] = static_cast<Dtype>(best_index);

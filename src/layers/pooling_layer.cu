@@ -38,10 +38,11 @@ __global__ void MaxPoolForward(long long n, const Dtype* in, PoolShape s, Dtype*
     int best_index = -1;
     for (int h = hstart; h < hend; ++h) {
       for (int w = wstart; w < wend; ++w) {
-        // The CPU's rule: strictly greater (the first maximum wins ties), or NaN (a later
-        // NaN over an earlier one, as in PyTorch), so a NaN reaches the output.
+        // The CPU's rule: the first value, then strictly greater (the first maximum wins
+        // ties), or NaN (a later NaN over an earlier one, as in PyTorch), so a NaN reaches the
+        // output and a window of -inf outputs -inf.
         const Dtype value = x[h * s.width + w];
-        if (value > best || isnan(value)) {
+        if (best_index < 0 || value > best || isnan(value)) {
           best = value;
           best_index = h * s.width + w;
         }

@@ -26,11 +26,7 @@ void ReLULayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   Dtype* y = top[0]->mutable_cpu_data();
   const Dtype slope = negative_slope_;
   ParallelFor(count, kGrain, [&](int begin, int end, int) {
-    if (slope == Dtype(0)) {
-      for (int i = begin; i < end; ++i) y[i] = x[i] > Dtype(0) ? x[i] : Dtype(0);
-    } else {
-      for (int i = begin; i < end; ++i) y[i] = x[i] > Dtype(0) ? x[i] : slope * x[i];
-    }
+    for (int i = begin; i < end; ++i) y[i] = ReLUValue(x[i], slope);
   });
 }
 

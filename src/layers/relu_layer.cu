@@ -6,7 +6,7 @@ namespace doppio {
 namespace {
 template <typename Dtype>
 __global__ void ReLUForward(long long n, const Dtype* x, Dtype slope, Dtype* y) {
-  DOPPIO_KERNEL_LOOP(i, n) { y[i] = x[i] > Dtype(0) ? x[i] : slope * x[i]; }
+  DOPPIO_KERNEL_LOOP(i, n) { y[i] = ReLUValue(x[i], slope); }
 }
 
 template <typename Dtype>

@@ -1,6 +1,7 @@
 #include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/sigmoid_cross_entropy_loss_layer.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/nonfinite.hpp"
 
 namespace doppio {
 
@@ -19,7 +20,7 @@ __global__ void SigmoidCrossEntropyForward(long long n, const Dtype* x, const Dt
       loss[i] = 0;
       counts[i] = 0;
     } else {
-      loss[i] = max(x[i], Dtype(0)) - x[i] * t[i] + log1p(exp(-fabs(x[i])));
+      loss[i] = MaxKeepingNaN(x[i], Dtype(0)) - x[i] * t[i] + log1p(exp(-fabs(x[i])));
       counts[i] = 1;
     }
   }

@@ -6,6 +6,7 @@
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/nonfinite.hpp"
 
 namespace doppio {
 
@@ -70,7 +71,7 @@ void SoftmaxWithLossLayer<Dtype>::Forward_cpu(const BlobVec& bottom, const BlobV
     for (int j = 0; j < inner_num_; ++j) {
       const int label = CheckedLabel(labels, i, j);
       if (label < 0) continue;
-      loss -= std::log(std::max(prob[i * dim + label * inner_num_ + j], Dtype(FLT_MIN)));
+      loss -= std::log(MaxKeepingNaN(prob[i * dim + label * inner_num_ + j], Dtype(FLT_MIN)));
       ++count;
     }
   }

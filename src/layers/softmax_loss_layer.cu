@@ -3,6 +3,7 @@
 #include "doppio/core/layer_kernels.cuh"
 #include "doppio/layers/softmax_loss_layer.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "doppio/util/nonfinite.hpp"
 
 namespace doppio {
 
@@ -23,7 +24,7 @@ __global__ void SoftmaxLossForward(long long n, const Dtype* prob, const Dtype* 
     }
     const long long i =
         (p / inner) * channels * inner + static_cast<long long>(label) * inner + p % inner;
-    loss[p] = -log(max(prob[i], Dtype(FLT_MIN)));
+    loss[p] = -log(MaxKeepingNaN(prob[i], Dtype(FLT_MIN)));
     counts[p] = 1;
   }
 }

@@ -143,37 +143,35 @@ void CheckLearnedWeightsAgree(Communicator& comm, const Net<Dtype>& net) {
 SolverAction ActionAgreement::Agree(Communicator& comm, SolverAction local,
                                     const Divergence* diverged) {
   if (!in_iteration_) {
-    if (static_cast<int>(local) > static_cast<int>(deferred_)) deferred_ = local;
+    deferred_ = CombineActions(deferred_, local);
     return SolverAction::NONE;
   }
   in_iteration_ = false;
-  if (static_cast<int>(deferred_) > static_cast<int>(local)) local = deferred_;
+  local = CombineActions(deferred_, local);
   deferred_ = SolverAction::NONE;
   const int size = comm.size();
   if (size == 1) {
     if (diverged) throw AgreedError(diverged->message, ExitCode::kDiverged);
+    snapshot_agreed_ = Snapshots(local);
     return local;
   }
-  // One maximum carries both decisions: the action in the low two bits, and above them the
-  // rank reporting a divergence, ranked so that the largest value is the lowest rank that saw
-  // it in a forward output, else the lowest that saw it at all (1..2 * size; 0: none).
+  // One elementwise maximum carries every decision: whether some rank stops, whether some
+  // rank asked for a snapshot, and the rank reporting a divergence, ranked so that the largest
+  // value is the lowest rank that saw it in a forward output, else the lowest that saw it at
+  // all (1..2 * size; 0: none).
   std::int32_t reporter = 0;
   if (diverged) reporter = (diverged->in_forward ? size : 0) + size - comm.rank();
-  std::int32_t code = 4 * reporter + (local == SolverAction::STOP       ? 2
-                                      : local == SolverAction::SNAPSHOT ? 1
-                                                                        : 0);
-  comm.Allreduce(&code, 1, CommType::kInt32, ReduceOp::kMax, "agree on stop/snapshot");
-  reporter = code / 4;
+  std::int32_t codes[3] = {reporter, Stops(local) ? 1 : 0, Snapshots(local) ? 1 : 0};
+  comm.Allreduce(codes, 3, CommType::kInt32, ReduceOp::kMax, "agree on stop/snapshot");
+  reporter = codes[0];
   if (reporter > 0) {
     const int rank = size - 1 - (reporter - 1) % size;
     std::string message = diverged ? diverged->message : std::string();
     comm.BroadcastBytes(&message, rank, "divergence message");
     throw AgreedError("rank " + std::to_string(rank) + ": " + message, ExitCode::kDiverged);
   }
-  code %= 4;
-  if (code == 2) return SolverAction::STOP;
-  if (code == 1 && comm.rank() == 0) return SolverAction::SNAPSHOT;
-  return SolverAction::NONE;
+  snapshot_agreed_ = codes[2] != 0;
+  return MakeAction(codes[1] != 0, snapshot_agreed_ && comm.rank() == 0);
 }
 
 template std::uint64_t WeightsChecksum(const Solver<float>&);

@@ -341,7 +341,8 @@ void DistributedSolver<Dtype>::InstallHooks() {
         action_agreement_.Agree(*comm_, local_action_ ? local_action_() : SolverAction::NONE,
                                 diverged ? &*diverged : nullptr);
     // Every rank knows here, at the same point, whether rank 0 snapshots next.
-    if (end_of_iteration && sync_->compressing() && SnapshotFollows(action)) {
+    if (end_of_iteration && sync_->compressing() &&
+        SnapshotFollows(action_agreement_.snapshot_agreed(), action)) {
       GatherCompressionState(*comm_, *sync_, &compression_state_);
       compression_state_iter_ = solver_->iter();
     }
@@ -350,11 +351,11 @@ void DistributedSolver<Dtype>::InstallHooks() {
 }
 
 template <typename Dtype>
-bool DistributedSolver<Dtype>::SnapshotFollows(SolverAction action) const {
+bool DistributedSolver<Dtype>::SnapshotFollows(bool snapshot_agreed, SolverAction action) const {
   const int iter = solver_->iter();
-  if (action == SolverAction::SNAPSHOT) return true;
+  if (snapshot_agreed) return true;
   if (snapshot_interval_ > 0 && iter % snapshot_interval_ == 0) return true;
-  return snapshot_after_train_ && (action == SolverAction::STOP || iter >= max_iter_);
+  return snapshot_after_train_ && (Stops(action) || iter >= max_iter_);
 }
 
 template <typename Dtype>

@@ -321,8 +321,9 @@ void Solver<Dtype>::Solve(const std::string& resume_file) {
   }
   const int start_iter = iter_;
   Step(param_.max_iter() - iter_);
-  // Snapshot unless Step has just written one for this iteration.
-  if (param_.snapshot_after_train() && (param_.snapshot() == 0 || iter_ % param_.snapshot() != 0)) {
+  // Snapshot unless Step has just written one for this iteration (its interval's, or a
+  // request's).
+  if (param_.snapshot_after_train() && last_snapshot_iter_ != iter_) {
     Snapshot();
   }
   if (requested_early_exit_) {
@@ -397,11 +398,8 @@ void Solver<Dtype>::Step(int iters) {
     ++iter_;
 
     const SolverAction request = GetRequestedAction();
-    if ((param_.snapshot() && iter_ % param_.snapshot() == 0) ||
-        request == SolverAction::SNAPSHOT) {
-      Snapshot();
-    }
-    if (request == SolverAction::STOP) {
+    if ((param_.snapshot() && iter_ % param_.snapshot() == 0) || Snapshots(request)) Snapshot();
+    if (Stops(request)) {
       requested_early_exit_ = true;
       break;
     }
@@ -550,8 +548,8 @@ void Solver<Dtype>::Test(int test_net_id) {
   for (int i = 0; i < test_iter; ++i) {
     for (SolverAction request = GetRequestedAction(); request != SolverAction::NONE;
          request = GetRequestedAction()) {
-      if (request == SolverAction::SNAPSHOT) Snapshot();
-      if (request == SolverAction::STOP) requested_early_exit_ = true;
+      if (Snapshots(request)) Snapshot();
+      if (Stops(request)) requested_early_exit_ = true;
     }
     if (requested_early_exit_) break;
     Dtype iter_loss = 0;
@@ -632,6 +630,7 @@ void Solver<Dtype>::Snapshot() {
   WriteWeightsFile(net_param, model_filename);
   LOG(INFO) << "Snapshotting solver state to " << format << " file " << state_filename;
   WriteSolverStateFile(state, state_filename);
+  last_snapshot_iter_ = iter_;
 }
 
 // Both files are checked before either is written: no half snapshot is left either.

@@ -95,15 +95,6 @@ std::string LayerLabel(const std::string& origin, const std::string& name) {
   return origin + ", layer '" + name + "'";
 }
 
-// V0 kept the data preprocessing in each data layer's flat fields; it belongs in
-// transform_param now.
-void MoveV0Transform(const V0LayerParameter& v0, TransformationParameter* transform) {
-  if (v0.has_scale()) transform->set_scale(v0.scale());
-  if (v0.has_meanfile()) transform->set_mean_file(v0.meanfile());
-  if (v0.has_cropsize()) transform->set_crop_size(v0.cropsize());
-  if (v0.has_mirror()) transform->set_mirror(v0.mirror());
-}
-
 // Moves the V0 layer inside `layer` into V1's fields. Every V0 field that is set must mean
 // something to the layer's type: a silently dropped field would change the net.
 void UpgradeV0Layer(const std::string& origin, V1LayerParameter* layer) {
@@ -120,7 +111,14 @@ void UpgradeV0Layer(const std::string& origin, V1LayerParameter* layer) {
   *layer->mutable_blobs_lr() = v0.blobs_lr();
   *layer->mutable_weight_decay() = v0.weight_decay();
 
-  std::set<std::string> used = {"name", "type", "blobs_lr", "weight_decay"};
+  // V0 kept the data preprocessing in flat fields; Caffe's upgrade moves them into
+  // transform_param whatever the layer's type, so they are taken from every layer here too.
+  std::set<std::string> used = {"name",  "type",     "blobs_lr", "weight_decay",
+                                "scale", "meanfile", "cropsize", "mirror"};
+  if (v0.has_scale()) layer->mutable_transform_param()->set_scale(v0.scale());
+  if (v0.has_meanfile()) layer->mutable_transform_param()->set_mean_file(v0.meanfile());
+  if (v0.has_cropsize()) layer->mutable_transform_param()->set_crop_size(v0.cropsize());
+  if (v0.has_mirror()) layer->mutable_transform_param()->set_mirror(v0.mirror());
   const auto use = [&used](std::initializer_list<const char*> fields) {
     used.insert(fields.begin(), fields.end());
   };
@@ -172,17 +170,15 @@ void UpgradeV0Layer(const std::string& origin, V1LayerParameter* layer) {
       break;
     }
     case V1LayerParameter::DATA: {
-      use({"source", "batchsize", "rand_skip", "scale", "meanfile", "cropsize", "mirror"});
+      use({"source", "batchsize", "rand_skip"});
       DataParameter* p = layer->mutable_data_param();
       if (v0.has_source()) p->set_source(v0.source());
       if (v0.has_batchsize()) p->set_batch_size(v0.batchsize());
       if (v0.has_rand_skip()) p->set_rand_skip(v0.rand_skip());
-      MoveV0Transform(v0, layer->mutable_transform_param());
       break;
     }
     case V1LayerParameter::IMAGE_DATA: {
-      use({"source", "batchsize", "rand_skip", "shuffle_images", "new_height", "new_width", "scale",
-           "meanfile", "cropsize", "mirror"});
+      use({"source", "batchsize", "rand_skip", "shuffle_images", "new_height", "new_width"});
       ImageDataParameter* p = layer->mutable_image_data_param();
       if (v0.has_source()) p->set_source(v0.source());
       if (v0.has_batchsize()) p->set_batch_size(v0.batchsize());
@@ -190,12 +186,11 @@ void UpgradeV0Layer(const std::string& origin, V1LayerParameter* layer) {
       if (v0.has_shuffle_images()) p->set_shuffle(v0.shuffle_images());
       if (v0.has_new_height()) p->set_new_height(v0.new_height());
       if (v0.has_new_width()) p->set_new_width(v0.new_width());
-      MoveV0Transform(v0, layer->mutable_transform_param());
       break;
     }
     case V1LayerParameter::WINDOW_DATA: {
       use({"source", "batchsize", "det_fg_threshold", "det_bg_threshold", "det_fg_fraction",
-           "det_context_pad", "det_crop_mode", "scale", "meanfile", "cropsize", "mirror"});
+           "det_context_pad", "det_crop_mode"});
       WindowDataParameter* p = layer->mutable_window_data_param();
       if (v0.has_source()) p->set_source(v0.source());
       if (v0.has_batchsize()) p->set_batch_size(v0.batchsize());
@@ -204,7 +199,6 @@ void UpgradeV0Layer(const std::string& origin, V1LayerParameter* layer) {
       if (v0.has_det_fg_fraction()) p->set_fg_fraction(v0.det_fg_fraction());
       if (v0.has_det_context_pad()) p->set_context_pad(v0.det_context_pad());
       if (v0.has_det_crop_mode()) p->set_crop_mode(v0.det_crop_mode());
-      MoveV0Transform(v0, layer->mutable_transform_param());
       break;
     }
     case V1LayerParameter::HDF5_DATA: {
@@ -214,6 +208,10 @@ void UpgradeV0Layer(const std::string& origin, V1LayerParameter* layer) {
       if (v0.has_batchsize()) p->set_batch_size(v0.batchsize());
       break;
     }
+    case V1LayerParameter::INFOGAIN_LOSS:
+      use({"source"});
+      if (v0.has_source()) layer->mutable_infogain_loss_param()->set_source(v0.source());
+      break;
     case V1LayerParameter::HDF5_OUTPUT:
       use({"hdf5_output_param"});
       if (v0.has_hdf5_output_param()) *layer->mutable_hdf5_output_param() = v0.hdf5_output_param();
@@ -305,12 +303,8 @@ LayerParameter UpgradeV1Layer(const std::string& origin, V1LayerParameter& v1) {
   return layer;
 }
 
-}  // namespace
-
-bool NetNeedsUpgrade(const NetParameter& net) { return net.layers_size() > 0; }
-
-bool UpgradeNetAsNeeded(const std::string& origin, NetParameter* net) {
-  if (!NetNeedsUpgrade(*net)) return false;
+// V0 or V1 'layers' blocks to 'layer' blocks.
+void UpgradeLayers(const std::string& origin, NetParameter* net) {
   DOPPIO_ENSURE(net->layer_size() == 0)
       << origin << ": mixes 'layer' blocks with Caffe's old 'layers' blocks; write the net in "
       << "one format (`doppio upgrade_net` converts an old one)";
@@ -332,7 +326,53 @@ bool UpgradeNetAsNeeded(const std::string& origin, NetParameter* net) {
   LOG(INFO) << origin << ": upgraded from Caffe's " << (v0_layers > 0 ? "V0" : "V1") << " format ("
             << old_count << " 'layers' blocks) to " << net->layer_size()
             << " 'layer' blocks (`doppio upgrade_net` writes the upgraded file)";
+}
+
+}  // namespace
+
+bool NetNeedsUpgrade(const NetParameter& net) { return net.layers_size() > 0; }
+
+bool UpgradeNetInputs(const std::string& origin, NetParameter* net) {
+  if (net->input_size() == 0) return false;
+  DOPPIO_ENSURE(net->input_shape_size() == 0 || net->input_dim_size() == 0)
+      << origin << ": give input_shape or input_dim, not both";
+  // Names without shapes are what old .caffemodel files carry: there is no layer to make.
+  if (net->input_shape_size() > 0 || net->input_dim_size() > 0) {
+    LayerParameter input;
+    input.set_name("input");
+    input.set_type("Input");
+    for (int i = 0; i < net->input_size(); ++i) {
+      input.add_top(net->input(i));
+      BlobShape* shape = input.mutable_input_param()->add_shape();
+      if (net->input_shape_size() > 0) {
+        DOPPIO_ENSURE(net->input_shape_size() == net->input_size())
+            << origin << ": " << net->input_size() << " inputs but " << net->input_shape_size()
+            << " input_shape entries";
+        *shape = net->input_shape(i);
+      } else {
+        DOPPIO_ENSURE(net->input_dim_size() == 4 * net->input_size())
+            << origin << ": input_dim needs 4 values per input, got " << net->input_dim_size()
+            << " for " << net->input_size() << " inputs";
+        for (int d = 0; d < 4; ++d) shape->add_dim(net->input_dim(4 * i + d));
+      }
+    }
+    // First, so that the layers reading the inputs find them.
+    *net->add_layer() = std::move(input);
+    for (int i = net->layer_size() - 1; i > 0; --i) net->mutable_layer()->SwapElements(i, i - 1);
+    LOG(INFO) << origin << ": upgraded the net-level inputs (" << net->input_size()
+              << ") to a first 'Input' layer";
+  }
+  net->clear_input();
+  net->clear_input_shape();
+  net->clear_input_dim();
   return true;
+}
+
+bool UpgradeNetAsNeeded(const std::string& origin, NetParameter* net) {
+  const bool layers = NetNeedsUpgrade(*net);
+  if (layers) UpgradeLayers(origin, net);
+  const bool inputs = UpgradeNetInputs(origin, net);
+  return layers || inputs;
 }
 
 }  // namespace doppio

@@ -56,6 +56,28 @@ TEST(LmdbTest, ManyCommitsAndLargeValues) {
   }
 }
 
+// A reader of a folder this process is still writing shares the writer's environment (LMDB
+// forbids opening one twice in a process): it sees every commit, even one that grew the map
+// past the size a second environment would have mapped (MDB_MAP_RESIZED there).
+TEST(LmdbTest, AReaderSharesTheOpenWritersEnvironment) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  auto writer = db::OpenLMDB(path, db::Mode::kNew, 256 << 10);
+  auto first = writer->NewTransaction();
+  first->Put("00000000", "first");
+  first->Commit();
+  auto reader = db::OpenLMDB(path, db::Mode::kRead);
+  EXPECT_EQ(reader->size(), 1u);
+  auto txn = writer->NewTransaction();
+  const std::string big(100 << 10, 'x');
+  for (int i = 1; i < 40; ++i) txn->Put(FormatKey(i, 8), big);
+  txn->Commit();
+  EXPECT_EQ(reader->size(), 40u);
+  auto cursor = reader->NewCursor();
+  ASSERT_TRUE(cursor->valid());
+  EXPECT_EQ(cursor->value(), "first");
+}
+
 TEST(LmdbTest, MissingFolderNamesThePath) {
   EXPECT_ERROR_WITH(db::OpenLMDB("/no/such/lmdb", db::Mode::kRead), "/no/such/lmdb",
                     "no such folder");

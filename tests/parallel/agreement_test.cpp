@@ -37,6 +37,33 @@ TEST(AgreementTest, RequestsBetweenIterationsWaitForTheEndOfOne) {
   EXPECT_EQ(agreement.Agree(comm, SolverAction::NONE), SolverAction::STOP);
 }
 
+TEST(AgreementTest, AStopAndASnapshotThatMeetAreBothKept) {
+  using A = SolverAction;
+  const A all[] = {A::NONE, A::STOP, A::SNAPSHOT, A::SNAPSHOT_AND_STOP};
+  for (const A a : all) {
+    for (const A b : all) {
+      const A both = CombineActions(a, b);
+      EXPECT_EQ(Stops(both), Stops(a) || Stops(b));
+      EXPECT_EQ(Snapshots(both), Snapshots(a) || Snapshots(b));
+      EXPECT_EQ(both, CombineActions(b, a));
+    }
+  }
+  EXPECT_EQ(CombineActions(A::SNAPSHOT, A::STOP), A::SNAPSHOT_AND_STOP);
+  EXPECT_EQ(CombineActions(A::NONE, A::STOP), A::STOP);
+
+  // A stop polled between test batches is not overridden by a snapshot at the iteration's end.
+  SelfCommunicator comm;
+  ActionAgreement agreement;
+  EXPECT_EQ(agreement.Agree(comm, A::STOP), A::NONE);
+  EXPECT_EQ(agreement.Agree(comm, A::SNAPSHOT), A::NONE);
+  agreement.EndIteration();
+  EXPECT_EQ(agreement.Agree(comm, A::NONE), A::SNAPSHOT_AND_STOP);
+  EXPECT_TRUE(agreement.snapshot_agreed());
+  agreement.EndIteration();
+  EXPECT_EQ(agreement.Agree(comm, A::STOP), A::STOP);
+  EXPECT_FALSE(agreement.snapshot_agreed());
+}
+
 TEST(AgreementTest, OneRankThrowsItsOwnMessage) {
   SelfCommunicator comm;
   EXPECT_NO_THROW(AgreeOnFailure(comm, true, "", "start"));

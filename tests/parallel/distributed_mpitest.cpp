@@ -14,6 +14,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "doppio/parallel/agreement.hpp"
 #include "doppio/parallel/distributed_solver.hpp"
 #include "doppio/parallel/gpu_selection.hpp"
 #include "doppio/parallel/nccl_communicator.hpp"
@@ -540,6 +541,50 @@ TEST_F(DistributedTest, AStopRequestOnOneRankStopsEveryRankAtTheSameIteration) {
   // Rank 0 wrote the requested snapshot and the one after training.
   EXPECT_TRUE(fs::exists(Dir() + "/stop_iter_2.caffemodel"));
   EXPECT_TRUE(fs::exists(Dir() + "/stop_iter_4.solverstate"));
+}
+
+// A stop and a snapshot asked for on different ranks, or at different polls, both happen:
+// every rank stops, and rank 0 snapshots first. By enum number a SNAPSHOT (2) beat a STOP
+// (1), so a Ctrl-C polled between test batches was lost to a later snapshot request.
+TEST_F(DistributedTest, AStopMeetingASnapshotStopsEveryRankAfterRankZeroSnapshots) {
+  const int rank = World()->rank();
+  const int last = N() - 1;
+  for (const bool stop_first : {true, false}) {
+    SCOPED_TRACE(stop_first ? "the stop polled between test batches" : "the snapshot first");
+    ActionAgreement agreement;
+    const SolverAction early = stop_first ? SolverAction::STOP : SolverAction::SNAPSHOT;
+    const SolverAction late = stop_first ? SolverAction::SNAPSHOT : SolverAction::STOP;
+    // Between test batches: kept for the end of the iteration on every rank.
+    EXPECT_EQ(agreement.Agree(*World(), rank == last ? early : SolverAction::NONE),
+              SolverAction::NONE);
+    agreement.EndIteration();
+    const SolverAction agreed = agreement.Agree(*World(), rank == 0 ? late : SolverAction::NONE);
+    EXPECT_EQ(agreed, rank == 0 ? SolverAction::SNAPSHOT_AND_STOP : SolverAction::STOP);
+    EXPECT_TRUE(agreement.snapshot_agreed());
+    // Nothing is left over for the next iteration.
+    agreement.EndIteration();
+    EXPECT_EQ(agreement.Agree(*World(), SolverAction::NONE), SolverAction::NONE);
+    EXPECT_FALSE(agreement.snapshot_agreed());
+  }
+}
+
+TEST_F(DistributedTest, ASnapshotAndAStopTogetherWriteTheSnapshotWithoutSnapshotAfterTrain) {
+  SolverParameter param =
+      Param("SGD", Net(Dir(), kBatch, kBatch), 1, 20, "snapshot_prefix: '" + Dir() + "/both'");
+  DistributedSolver<float> trainer(param, World(), Options(SyncMode::kOverlap));
+  const int rank = World()->rank();
+  int polls = 0;
+  trainer.SetActionFunction([&] {
+    if (++polls != 3) return SolverAction::NONE;
+    return CombineActions(rank == 0 ? SolverAction::SNAPSHOT : SolverAction::NONE,
+                          rank == N() - 1 ? SolverAction::STOP : SolverAction::NONE);
+  });
+  trainer.Solve();
+  EXPECT_EQ(trainer.solver()->iter(), 3);
+  EXPECT_TRUE(trainer.solver()->requested_early_exit());
+  World()->Barrier();
+  EXPECT_TRUE(fs::exists(Dir() + "/both_iter_3.caffemodel"));
+  EXPECT_TRUE(fs::exists(Dir() + "/both_iter_3.solverstate"));
 }
 
 TEST_F(DistributedTest, TimelineHasEveryRankLayersAndCommunication) {

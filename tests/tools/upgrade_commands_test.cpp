@@ -35,11 +35,29 @@ TEST_F(UpgradeCommandsTest, UpgradeNetWritesLayerBlocks) {
   NetParameter upgraded;
   ReadProtoFromTextFile(Path("new.prototxt"), &upgraded);
   EXPECT_EQ(upgraded.layers_size(), 0);
+  // As Caffe writes it: the net-level input is a first Input layer.
+  EXPECT_EQ(upgraded.input_size() + upgraded.input_dim_size(), 0);
+  ASSERT_EQ(upgraded.layer_size(), 3);
+  EXPECT_EQ(upgraded.layer(0).type(), "Input");
+  EXPECT_EQ(upgraded.layer(0).top(0), "x");
+  EXPECT_EQ(upgraded.layer(0).input_param().shape(0).dim(1), 3);
+  EXPECT_EQ(upgraded.layer(1).type(), "InnerProduct");
+  EXPECT_EQ(upgraded.layer(1).param(1).lr_mult(), 2.f);
+  EXPECT_EQ(upgraded.layer(2).type(), "ReLU");
+}
+
+TEST_F(UpgradeCommandsTest, UpgradeNetMovesTheInputsOfACurrentNet) {
+  WriteText(Path("inputs.prototxt"),
+            "input: 'x' input_shape { dim: 2 dim: 3 } "
+            "layer { name: 'relu' type: 'ReLU' bottom: 'x' top: 'y' }");
+  const Result run = Run({"upgrade_net", Path("inputs.prototxt"), Path("new.prototxt")});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_CONTAINS(run.output, "upgraded the net-level inputs (1) to a first 'Input' layer");
+  NetParameter upgraded;
+  ReadProtoFromTextFile(Path("new.prototxt"), &upgraded);
+  EXPECT_EQ(upgraded.input_size() + upgraded.input_shape_size(), 0);
   ASSERT_EQ(upgraded.layer_size(), 2);
-  EXPECT_EQ(upgraded.layer(0).type(), "InnerProduct");
-  EXPECT_EQ(upgraded.layer(0).param(1).lr_mult(), 2.f);
-  EXPECT_EQ(upgraded.layer(1).type(), "ReLU");
-  EXPECT_EQ(upgraded.input_dim_size(), 4);
+  EXPECT_EQ(upgraded.layer(0).input_param().shape(0).dim(1), 3);
 }
 
 TEST_F(UpgradeCommandsTest, UpgradeNetBinaryKeepsWeights) {

@@ -159,8 +159,11 @@ TEST(UpgradeNet, V1LeNetBecomesTheShippedLeNet) {
 
 TEST(UpgradeNet, V1CaffeNetBuildsWithItsGroupsLrnAndMultipliers) {
   NetParameter param = ReadNetParamsFromTextString(kV1CaffeNet, "caffenet.prototxt");
-  ASSERT_EQ(param.layer_size(), 23);
-  const LayerParameter& conv2 = param.layer(4);
+  // The net-level input became the first layer.
+  ASSERT_EQ(param.layer_size(), 24);
+  EXPECT_EQ(param.input_size(), 0);
+  EXPECT_EQ(param.layer(0).type(), "Input");
+  const LayerParameter& conv2 = param.layer(5);
   EXPECT_EQ(conv2.type(), "Convolution");
   EXPECT_EQ(conv2.convolution_param().group(), 2u);
   ASSERT_EQ(conv2.param_size(), 2);
@@ -168,10 +171,10 @@ TEST(UpgradeNet, V1CaffeNetBuildsWithItsGroupsLrnAndMultipliers) {
   EXPECT_EQ(conv2.param(1).lr_mult(), 2.f);
   EXPECT_EQ(conv2.param(0).decay_mult(), 1.f);
   EXPECT_EQ(conv2.param(1).decay_mult(), 0.f);
-  EXPECT_EQ(param.layer(3).type(), "LRN");
-  EXPECT_FLOAT_EQ(param.layer(3).lrn_param().alpha(), 0.0001f);
-  EXPECT_EQ(param.layer(17).type(), "Dropout");
-  EXPECT_EQ(param.layer(22).type(), "Softmax");
+  EXPECT_EQ(param.layer(4).type(), "LRN");
+  EXPECT_FLOAT_EQ(param.layer(4).lrn_param().alpha(), 0.0001f);
+  EXPECT_EQ(param.layer(18).type(), "Dropout");
+  EXPECT_EQ(param.layer(23).type(), "Softmax");
 
   param.mutable_state()->set_phase(TEST);
   Net<float> net(param);
@@ -209,6 +212,48 @@ TEST(UpgradeNet, V0NetFoldsPaddingAndMovesFlatFields) {
       inner_product_param { num_output: 10 } }
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip1" bottom: "label" })");
   ExpectSameMessage(param, expected);
+}
+
+// Each old file under tests/util/data/upgrade/ next to what Caffe's upgrade_net_proto_text
+// writes for it, written out by hand from Caffe's mapping.
+TEST(UpgradeNet, OldFilesBecomeTheirHandWrittenExpectedFiles) {
+  const std::string dir = SourceDir() + "/tests/util/data/upgrade/";
+  for (const char* name :
+       {"v0_data_layers", "v0_compute_layers", "v1_net_inputs", "net_input_shape"}) {
+    SCOPED_TRACE(name);
+    NetParameter param;
+    ReadProtoFromTextFile(dir + name + ".prototxt", &param);
+    EXPECT_TRUE(UpgradeNetAsNeeded(name, &param));
+    NetParameter expected;
+    ReadProtoFromTextFile(dir + name + ".expected.prototxt", &expected);
+    ExpectSameMessage(param, expected);
+  }
+}
+
+TEST(UpgradeNet, NetInputsBecomeAFirstInputLayerOnLoad) {
+  LogCapture info(google::INFO);
+  const NetParameter param = ReadNetParamsFromTextString(
+      "input: 'a' input_dim: 2 input_dim: 3 input_dim: 1 input_dim: 1 "
+      "layer { name: 'r' type: 'ReLU' bottom: 'a' top: 'b' }",
+      "inputs.prototxt");
+  EXPECT_CONTAINS(info.text(),
+                  "inputs.prototxt: upgraded the net-level inputs (1) to a first 'Input' layer");
+  EXPECT_EQ(param.input_size() + param.input_dim_size(), 0);
+  ASSERT_EQ(param.layer_size(), 2);
+  EXPECT_EQ(param.layer(0).name(), "input");
+  EXPECT_EQ(param.layer(0).input_param().shape(0).dim_size(), 4);
+  Net<float> net(param);
+  EXPECT_EQ(net.blob_by_name("b")->shape(), (std::vector<int>{2, 3, 1, 1}));
+}
+
+// Old .caffemodel files carry the input names alone; Caffe drops them.
+TEST(UpgradeNet, InputNamesWithoutShapesAreDropped) {
+  NetParameter weights = ParseText<NetParameter>(
+      "input: 'data' layer { name: 'ip' type: 'InnerProduct' blobs { data: 1 } }");
+  EXPECT_TRUE(UpgradeNetAsNeeded("old.caffemodel", &weights));
+  EXPECT_EQ(weights.input_size(), 0);
+  ASSERT_EQ(weights.layer_size(), 1);
+  EXPECT_EQ(weights.layer(0).name(), "ip");
 }
 
 TEST(UpgradeNet, CurrentNetIsLeftAlone) {
@@ -253,6 +298,12 @@ TEST(UpgradeNet, RefusesWhatCaffeCannotUpgrade) {
   ExpectError(upgrade("layers { layer { name: 'r' type: 'relu' } }"
                       "layers { name: 's' type: RELU }"),
               {"old.prototxt", "mixes V0 layers"});
+  ExpectError(upgrade("input: 'a' input_dim: 1 input_dim: 2"),
+              {"old.prototxt", "input_dim needs 4 values per input, got 2 for 1 inputs"});
+  ExpectError(upgrade("input: 'a' input: 'b' input_shape { dim: 1 }"),
+              {"old.prototxt", "2 inputs but 1 input_shape entries"});
+  ExpectError(upgrade("input: 'a' input_shape { dim: 1 } input_dim: 1"),
+              {"old.prototxt", "give input_shape or input_dim, not both"});
 }
 
 TEST(UpgradeNet, SolverInlineNetsAreUpgraded) {

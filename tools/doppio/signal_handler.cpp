@@ -69,7 +69,7 @@ SolverAction SignalHandler::CheckForSignals() const {
   if (g_got_sigint) {
     g_got_sigint = 0;
     LOG(INFO) << "Caught SIGINT or SIGTERM";
-    if (sigint_effect_ != SolverAction::NONE) action = sigint_effect_;
+    action = CombineActions(action, sigint_effect_);
   }
   return action;
 }

@@ -17,8 +17,9 @@ class SignalHandler {
   SignalHandler(const SignalHandler&) = delete;
   SignalHandler& operator=(const SignalHandler&) = delete;
 
-  // The action for the signals received since the last call (a SIGINT/SIGTERM wins over a
-  // SIGHUP); NONE when there were none or their effect is none.
+  // The action for the signals received since the last call, their effects combined
+  // (CombineActions: a SIGINT that stops and a SIGHUP that snapshots, both since the last
+  // poll, snapshot and stop); NONE when there were none or their effect is none.
   SolverAction CheckForSignals() const;
   ActionFunction GetActionFunction();
 

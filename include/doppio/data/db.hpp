@@ -49,7 +49,8 @@ class DB {
 
 // Opens an LMDB folder. kRead: it must exist (Error naming the path otherwise); kNew: it must
 // not exist yet and is created with a map of `map_bytes` (doubled whenever a commit fills
-// it). Errors name the path and the cause.
+// it). Errors name the path and the cause. Every DB of one folder in a process shares one
+// environment, a writer's while it is open: a reader sees its commits.
 std::unique_ptr<DB> OpenLMDB(const std::string& source, Mode mode,
                              std::size_t map_bytes = std::size_t(1) << 30);
 

@@ -19,6 +19,8 @@ namespace doppio {
 // ReLU (OnednnFusionGuest): Forward on the CPU then leaves the data as it is, and so does
 // Backward where the host computes the gradient too (BatchNorm's fuse_norm_relu). Otherwise
 // Backward is unchanged: it reads the output's sign, which the fused output has.
+// An input holding a NaN (checked every Forward) runs Caffe's kernels, forward and backward:
+// oneDNN's ReLU makes a NaN 0. A fused ReLU is oneDNN's post-op and still does.
 class OnednnReLULayer : public ReLULayer<float>, public OnednnFusionGuest {
  public:
   explicit OnednnReLULayer(const LayerParameter& param) : ReLULayer<float>(param) {}
@@ -47,6 +49,8 @@ class OnednnReLULayer : public ReLULayer<float>, public OnednnFusionGuest {
   dnnl::memory::desc prepared_desc_;
   bool from_output_ = false;
   bool skip_backward_ = false;
+  // The last Forward's input held a NaN: it ran, and Backward runs, Caffe's kernels.
+  bool caffe_pass_ = false;
   dnnl::eltwise_forward forward_;
   dnnl::eltwise_backward backward_;
   OnednnTensor data_, dst_, diff_dst_, diff_src_;

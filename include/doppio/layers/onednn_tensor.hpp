@@ -21,6 +21,11 @@ namespace doppio {
 void SetOnednnKeepsBlockedLayouts(bool keep);
 bool OnednnKeepsBlockedLayouts();
 
+// Whether `count` floats hold a NaN (in any layout: a oneDNN layout held in a blob has no
+// padding). oneDNN's MAX pooling, ReLU and softmax drop a NaN, so their layers run Caffe's
+// kernels on an input that holds one.
+bool OnednnHasNaN(const float* data, int count);
+
 // A blob's host bytes held in a oneDNN layout (SyncedMemory's HostLayout): what a primitive
 // wrote there, converted to Caffe's layout by the first ordinary accessor that reads them.
 class OnednnLayout : public HostLayout {

@@ -51,10 +51,11 @@ void BroadcastWeights(Communicator& comm, Solver<Dtype>* solver, const std::stri
 template <typename Dtype>
 void CheckLearnedWeightsAgree(Communicator& comm, const Net<Dtype>& net);
 
-// The ranks act on the strongest of their requests (NONE < SNAPSHOT < STOP) together, at the
-// end of an iteration: a stop anywhere stops every rank at the same iteration, and only
-// rank 0 writes snapshots. Polled between test batches, whose number differs between
-// ranks, a request is kept for the end of the next iteration: no collective there.
+// The ranks act on their requests together, at the end of an iteration: a stop anywhere
+// stops every rank at the same iteration, and a snapshot asked for anywhere is written by
+// rank 0, before stopping too when a stop meets it (CombineActions: STOP never loses to a
+// SNAPSHOT, nor a SNAPSHOT to a STOP). Polled between test batches, whose number differs
+// between ranks, a request is kept for the end of the next iteration: no collective there.
 // The same exchange decides whether training diverged: a NaN or infinity that one rank saw
 // (its own loss, say) stops every rank together.
 class ActionAgreement {
@@ -67,11 +68,16 @@ class ActionAgreement {
   // the iteration that ended (null: none). When some rank has one, every rank throws
   // AgreedError(kDiverged) with the same message: that of the lowest rank that found it in a
   // forward output, else of the lowest rank that found it at all.
+  // The action for this rank: its snapshot part only on rank 0.
   SolverAction Agree(Communicator& comm, SolverAction local, const Divergence* diverged = nullptr);
+  // Whether the last end-of-iteration Agree has rank 0 snapshot: the same on every rank, so
+  // that they can all prepare for it together.
+  bool snapshot_agreed() const { return snapshot_agreed_; }
 
  private:
   SolverAction deferred_ = SolverAction::NONE;
   bool in_iteration_ = false;
+  bool snapshot_agreed_ = false;
 };
 
 }  // namespace doppio

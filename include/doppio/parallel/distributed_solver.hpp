@@ -97,8 +97,9 @@ class DistributedSolver {
   // --lr_scaling, once the per-rank batch is known.
   void ScaleLearningRate();
   // Whether rank 0 writes a snapshot right after the end of the iteration just counted,
-  // given the action the ranks agreed on (Solver::Step's and Solve's rules).
-  bool SnapshotFollows(SolverAction action) const;
+  // given whether the ranks agreed on a snapshot request and this rank's action (Solver::Step's
+  // and Solve's rules).
+  bool SnapshotFollows(bool snapshot_agreed, SolverAction action) const;
 
   std::shared_ptr<Communicator> comm_;
   ParallelOptions options_;

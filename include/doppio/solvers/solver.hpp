@@ -165,6 +165,8 @@ class Solver {
   std::vector<SolverCallbacks> callbacks_;
   ActionFunction action_function_;
   bool requested_early_exit_ = false;
+  // The iteration of the last snapshot written, so that Solve does not write it twice.
+  int last_snapshot_iter_ = -1;
   bool allow_nonfinite_ = false;
   std::optional<Divergence> divergence_;
   std::vector<Dtype> last_test_scores_;

@@ -7,7 +7,8 @@
 namespace doppio {
 
 // Whether `net` is written in one of Caffe's old layer formats: V1 (`layers { type:
-// CONVOLUTION ... }`) or V0 (`layers { layer { type: "conv" ... } }`).
+// CONVOLUTION ... }`) or V0 (`layers { layer { type: "conv" ... } }`). Net-level inputs
+// are not counted: Net builds their Input layer itself.
 bool NetNeedsUpgrade(const NetParameter& net);
 
 // Rewrites a V0 or V1 net in place as `layer` blocks, as Caffe's upgrade_net_proto_* tools
@@ -16,7 +17,14 @@ bool NetNeedsUpgrade(const NetParameter& net);
 // into ParamSpecs, the type enum into the type string; weights are kept. Logs one line naming
 // `origin` when it upgrades and returns whether it did. A net that mixes `layer` and `layers`,
 // an unknown V0 type, or a V0 field the type does not use is an Error naming `origin`, the
-// layer and the field.
+// layer and the field. Net-level inputs, in any format, become a first layer
+// (UpgradeNetInputs).
 bool UpgradeNetAsNeeded(const std::string& origin, NetParameter* net);
+
+// Rewrites Caffe's deprecated net-level inputs (`input` with `input_shape`, or `input_dim`
+// four values an input) as one first layer `input` of type Input, as Caffe's upgrade writes
+// them; input names without shapes (old .caffemodel files) are dropped. Returns whether the
+// net had inputs. Inputs whose shape count does not match are an Error naming `origin`.
+bool UpgradeNetInputs(const std::string& origin, NetParameter* net);
 
 }  // namespace doppio
