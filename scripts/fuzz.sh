@@ -23,7 +23,7 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 jobs="${DOPPIO_JOBS:-$(nproc)}"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DDOPPIO_CUDA=OFF -DDOPPIO_FUZZ=ON -DDOPPIO_BUILD_TESTS=OFF > /dev/null
+  -DDOPPIO_CUDA=OFF -DDOPPIO_FUZZ=ON -DDOPPIO_BUILD_TESTS=OFF -DDOPPIO_PYTHON=OFF > /dev/null
 # build-fuzz/fuzz-targets.txt: one line per target, its name and its seed files and folders.
 mapfile -t listing < build-fuzz/fuzz-targets.txt
 all_targets=()

@@ -41,8 +41,9 @@ step "tests (build/)" ctest --test-dir build --output-on-failure -j "$jobs"
 # ctest run above has already replayed their seeds and regression cases.
 step "fuzz build and runs (build-fuzz/)" scripts/fuzz.sh "${DOPPIO_FUZZ_SECONDS:-20}"
 
+# Python's tests ran above; the GPU suites need none of it.
 step "emulation configure" cmake -S . -B build-emulation -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DDOPPIO_CUDA=EMULATE
+  -DDOPPIO_CUDA=EMULATE -DDOPPIO_PYTHON=OFF
 # Only the suites with GPU cases (doppio_gpu_suite, tests/CMakeLists.txt): the others ran
 # above. The GPU suites, the emulation's own tests, and the MPI job whose GPU case runs two
 # ranks on one device through the staged path.
