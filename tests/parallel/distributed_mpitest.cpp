@@ -699,9 +699,9 @@ TEST_F(DistributedTest, ANaNOnOneRankStopsEveryRankWithOneMessageAndNoSnapshotOf
     DistributedSolver<float> trainer(param, World(), Options(mode));
     Solver<float>* solver = trainer.solver();
     auto* net = solver->net().get();
-    // The last rank's images of iteration 3 hold a NaN: only its forward pass shows it (ReLU
-    // turns NaN into 0, so its loss may stay finite); every rank sees it in the summed
-    // gradients, and the message is the last rank's, which found it in a forward output.
+    // The last rank's images of iteration 3 hold a NaN: only its forward pass shows it; every
+    // rank sees it in the summed gradients, and the message is the last rank's, which found it
+    // in a forward output.
     net->add_after_forward([=](int id) {
       if (id == 0 && World()->rank() == last && solver->iter() == 3) {
         net->top_vecs()[0][0]->mutable_cpu_data()[5] = std::nanf("");
@@ -716,13 +716,14 @@ TEST_F(DistributedTest, ANaNOnOneRankStopsEveryRankWithOneMessageAndNoSnapshotOf
       message = error.what();
     }
     // Under reduce_bcast only rank 0 holds the summed gradients and updates: the other ranks
-    // have no gradient to check, and the report is rank 0's.
+    // have no gradient to check, and the report is rank 0's, which names the first NaN in the
+    // arena's order (the last layer's parameters first: NaN propagates through every layer).
     const bool from_last = mode != SyncMode::kReduceBroadcast;
     const std::string origin =
         N() == 1 ? "" : "rank " + std::to_string(from_last ? last : 0) + ": ";
     EXPECT_EQ(message.find(origin + "Iteration 3 (lr = 0.05): training diverged: "), 0u) << message;
     const std::string where = from_last || N() == 1 ? "top blob 'data' of layer 'data' (Data)"
-                                                    : "param #0 of layer 'conv1' (Convolution)";
+                                                    : "param #0 of layer 'ip1' (InnerProduct)";
     EXPECT_NE(message.find(where), std::string::npos) << message;
     std::string rank0_message = message;
     World()->BroadcastBytes(&rank0_message, 0, "test: rank 0's message");
