@@ -80,8 +80,8 @@ void BindBlob(py::module_& m) {
              return std::make_shared<FloatBlob>(ShapeFromArgs(dims, "Blob"));
            }),
            "Blob(*shape): a blob of that shape (Blob() has none).")
-      .def_property_readonly("shape",
-                             [](const FloatBlob& blob) { return py::tuple(py::cast(blob.shape())); })
+      .def_property_readonly(
+          "shape", [](const FloatBlob& blob) { return py::tuple(py::cast(blob.shape())); })
       .def_property_readonly("num", &FloatBlob::num)
       .def_property_readonly("channels", &FloatBlob::channels)
       .def_property_readonly("height", &FloatBlob::height)

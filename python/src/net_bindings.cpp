@@ -91,9 +91,8 @@ std::string RequireHdf5Name(const std::string& filename, const char* what) {
 void SetInputArrays(const py::object& self, const py::object& data_object,
                     const py::object& labels_object) {
   FloatNet& net = py::cast<FloatNet&>(self);
-  auto* layer = net.layers().empty()
-                    ? nullptr
-                    : dynamic_cast<MemoryDataLayer<float>*>(net.layers()[0].get());
+  auto* layer =
+      net.layers().empty() ? nullptr : dynamic_cast<MemoryDataLayer<float>*>(net.layers()[0].get());
   if (layer == nullptr) {
     throw py::value_error("set_input_arrays: the first layer of net '" + net.name() +
                           "' is not a MemoryData layer");
@@ -116,8 +115,8 @@ void SetInputArrays(const py::object& self, const py::object& data_object,
   }
   const py::ssize_t n = data.shape(0);
   if (labels.size() != n) {
-    throw py::value_error("set_input_arrays: " + std::to_string(labels.size()) +
-                          " labels for " + std::to_string(n) + " items");
+    throw py::value_error("set_input_arrays: " + std::to_string(labels.size()) + " labels for " +
+                          std::to_string(n) + " items");
   }
   layer->Reset(data.data(), labels.data(), static_cast<int>(n));
   self.attr("_input_arrays") = py::make_tuple(data_object, labels_object);
@@ -149,7 +148,8 @@ void BindNet(py::module_& m) {
            }),
            py::arg("network_file"), py::arg("pretrained_param_file"), py::arg("phase"))
       .def_property_readonly("name", &FloatNet::name)
-      .def_property_readonly("phase", [](const FloatNet& net) { return static_cast<int>(net.phase()); })
+      .def_property_readonly("phase",
+                             [](const FloatNet& net) { return static_cast<int>(net.phase()); })
       .def("_forward", &FloatNet::ForwardFromTo, py::arg("start"), py::arg("end"),
            py::call_guard<py::gil_scoped_release>())
       .def("_backward", &FloatNet::BackwardFromTo, py::arg("start"), py::arg("end"),
@@ -196,7 +196,8 @@ void BindNet(py::module_& m) {
       .def_property_readonly("layers",
                              [](const FloatNet& net) {
                                py::list layers;
-                               for (const auto& layer : net.layers()) layers.append(LayerObject(layer));
+                               for (const auto& layer : net.layers())
+                                 layers.append(LayerObject(layer));
                                return layers;
                              })
       .def_property_readonly(
@@ -206,18 +207,14 @@ void BindNet(py::module_& m) {
       .def("_top_ids", [](const FloatNet& net, int layer) { return net.top_id_vecs().at(layer); })
       .def("_bottom_ids",
            [](const FloatNet& net, int layer) { return net.bottom_id_vecs().at(layer); })
-      .def("before_forward", [](FloatNet& net, Callback callback) {
-        net.add_before_forward(std::move(callback));
-      })
-      .def("after_forward", [](FloatNet& net, Callback callback) {
-        net.add_after_forward(std::move(callback));
-      })
-      .def("before_backward", [](FloatNet& net, Callback callback) {
-        net.add_before_backward(std::move(callback));
-      })
-      .def("after_backward", [](FloatNet& net, Callback callback) {
-        net.add_after_backward(std::move(callback));
-      });
+      .def("before_forward",
+           [](FloatNet& net, Callback callback) { net.add_before_forward(std::move(callback)); })
+      .def("after_forward",
+           [](FloatNet& net, Callback callback) { net.add_after_forward(std::move(callback)); })
+      .def("before_backward",
+           [](FloatNet& net, Callback callback) { net.add_before_backward(std::move(callback)); })
+      .def("after_backward",
+           [](FloatNet& net, Callback callback) { net.add_after_backward(std::move(callback)); });
 }
 
 }  // namespace doppio::python

@@ -101,9 +101,8 @@ class PythonLayer : public Layer<float> {
   }
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    Call("backward", [&] {
-      self_.attr("backward")(Blobs(top), py::cast(propagate_down), Blobs(bottom));
-    });
+    Call("backward",
+         [&] { self_.attr("backward")(Blobs(top), py::cast(propagate_down), Blobs(bottom)); });
   }
 
  private:
@@ -133,11 +132,13 @@ class PythonLayer : public Layer<float> {
 }  // namespace
 }  // namespace doppio
 
-extern "C" __attribute__((visibility("default"))) doppio::Layer<float>* DoppioCreatePythonLayer(const doppio::LayerParameter& param) {
+extern "C" __attribute__((visibility("default"))) doppio::Layer<float>* DoppioCreatePythonLayer(
+    const doppio::LayerParameter& param) {
   doppio::EnsureInterpreter();
   return new doppio::PythonLayer(param);
 }
 
-extern "C" __attribute__((visibility("default"))) void* DoppioPythonLayerObject(const doppio::Layer<float>& layer) {
+extern "C" __attribute__((visibility("default"))) void* DoppioPythonLayerObject(
+    const doppio::Layer<float>& layer) {
   return static_cast<const doppio::PythonLayer&>(layer).object();
 }

@@ -11,6 +11,12 @@ Runtime& Runtime::Get() {
   return runtime;
 }
 
+void Runtime::StartThreads() {
+  // Inside `doppio train` (a Python layer's interpreter) the tool's budget is in place.
+  if (threads_ || ThreadPool::Current() != nullptr) return;
+  threads_ = std::make_unique<ThreadBudget>(0, LocalRanksFromLauncher());
+}
+
 void Runtime::set_device(int device) {
   DOPPIO_ENSURE(device >= 0) << "set_device: a device id is >= 0, not " << device;
   if (device != device_) gpu_.reset();
@@ -34,6 +40,7 @@ std::shared_ptr<Communicator> Runtime::communicator() {
 void Runtime::Shutdown() {
   comm_.reset();
   gpu_.reset();
+  threads_.reset();
 }
 
 }  // namespace doppio::python

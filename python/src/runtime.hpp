@@ -6,6 +6,7 @@
 
 #include "doppio/device/gpu_context.hpp"
 #include "doppio/parallel/communicator.hpp"
+#include "thread_budget.hpp"
 
 namespace doppio::python {
 
@@ -16,6 +17,11 @@ namespace doppio::python {
 class Runtime {
  public:
   static Runtime& Get();
+
+  // The CPU threads, as every doppio command has them (tools/lib/thread_budget.hpp): made on
+  // the thread that imports the package, which runs its nets (a net run from another thread
+  // runs on that thread alone). Nothing when the importing thread has a pool already.
+  void StartThreads();
 
   void set_gpu_mode(bool gpu) { gpu_mode_ = gpu; }
   bool gpu_mode() const { return gpu_mode_; }
@@ -43,6 +49,7 @@ class Runtime {
   std::shared_ptr<GpuContext> gpu_;
   std::optional<std::uint64_t> seed_;
   std::shared_ptr<Communicator> comm_;
+  std::unique_ptr<ThreadBudget> threads_;
 };
 
 }  // namespace doppio::python

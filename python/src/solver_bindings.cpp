@@ -66,8 +66,9 @@ void BindSolver(py::module_& m) {
       .def_property_readonly("net", [](PySolver& s) { return s.solver().net(); })
       .def_property_readonly("test_nets", [](PySolver& s) { return s.solver().test_nets(); })
       .def_property_readonly("iter", [](PySolver& s) { return s.solver().iter(); })
-      .def_property_readonly("_param_bytes",
-                             [](PySolver& s) { return py::bytes(s.solver().param().SerializeAsString()); })
+      .def_property_readonly(
+          "_param_bytes",
+          [](PySolver& s) { return py::bytes(s.solver().param().SerializeAsString()); })
       .def(
           "solve",
           [](PySolver& s, const std::optional<std::string>& resume) {

@@ -32,11 +32,10 @@ const PythonLayerModule& OpenPythonLayerModule() {
     }
     const LibraryModule library =
         OpenLibraryModule(DOPPIO_PYTHON_LAYER_MODULE, "the Python layer module");
-    return PythonLayerModule{
-        reinterpret_cast<decltype(&DoppioCreatePythonLayer)>(
-            library.Symbol("DoppioCreatePythonLayer")),
-        reinterpret_cast<decltype(&DoppioPythonLayerObject)>(
-            library.Symbol("DoppioPythonLayerObject"))};
+    return PythonLayerModule{reinterpret_cast<decltype(&DoppioCreatePythonLayer)>(
+                                 library.Symbol("DoppioCreatePythonLayer")),
+                             reinterpret_cast<decltype(&DoppioPythonLayerObject)>(
+                                 library.Symbol("DoppioPythonLayerObject"))};
   }();
   return module;
 }

@@ -518,6 +518,26 @@ TEST_F(TrainCommandTest, DeviceQueryAndHelp) {
   EXPECT_EQ(RunDoppio({"help", "train", "test"}, Path("log.txt")).exit_code, 2);
 }
 
+// Every command gets one thread budget, logged with where it came from (docs/cpu.md).
+TEST_F(TrainCommandTest, TheThreadBudgetSaysWhereItCameFrom) {
+  const auto automatic = RunDoppio({"device_query"}, Path("log.txt"), {{"OMP_NUM_THREADS", ""}});
+  EXPECT_EQ(automatic.exit_code, 0) << automatic.output;
+  EXPECT_CONTAINS(automatic.output, "for 1 rank on this node)");
+  const auto omp = RunDoppio({"device_query"}, Path("log.txt"), {{"OMP_NUM_THREADS", "1"}});
+  EXPECT_CONTAINS(omp.output, "CPU threads: 1 (OMP_NUM_THREADS)");
+  const auto flag =
+      RunDoppio({"device_query", "--threads=1"}, Path("log.txt"), {{"OMP_NUM_THREADS", "3"}});
+  EXPECT_CONTAINS(flag.output, "CPU threads: 1 (--threads)");
+  const auto many = RunDoppio({"device_query", "--threads=4096"}, Path("log.txt"));
+  EXPECT_EQ(many.exit_code, 0) << many.output;
+  EXPECT_CONTAINS(many.output,
+                  "4096 threads per rank (--threads) x 1 rank(s) on this node is "
+                  "more than the ");
+  const auto zero = RunDoppio({"train", "--solver=none.prototxt", "--threads=0"}, Path("log.txt"));
+  EXPECT_EQ(zero.exit_code, 1) << zero.output;
+  EXPECT_CONTAINS(zero.output, "--threads must be at least 1, not 0");
+}
+
 // gflags' flags are global: a command refuses another command's instead of ignoring it.
 TEST_F(TrainCommandTest, AnotherCommandsFlagIsAnErrorNamingTheCommandsThatTakeIt) {
   const auto shape =

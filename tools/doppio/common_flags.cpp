@@ -88,24 +88,6 @@ std::vector<int> GpusFromFlag() {
   return request.ids;
 }
 
-LocalRanks LocalRanksFromLauncher() {
-  LocalRanks local;
-  const std::pair<const char*, const char*> launchers[] = {
-      {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-      {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
-      {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-      {"SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}};
-  for (const auto& names : launchers) {
-    const char* rank = std::getenv(names.first);
-    if (rank == nullptr) continue;
-    local.rank = std::max(0, std::atoi(rank));
-    const char* size = std::getenv(names.second);
-    local.size = std::max(local.rank + 1, size != nullptr ? std::atoi(size) : 0);
-    break;
-  }
-  return local;
-}
-
 std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local) {
   if (GpusFromFlag().empty()) return nullptr;
   GpuOptions options;

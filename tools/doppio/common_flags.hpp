@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "doppio/core/common.hpp"
+#include "thread_budget.hpp"
 
 DECLARE_string(model);
 DECLARE_int32(iterations);
@@ -37,14 +38,6 @@ std::vector<std::string> SplitCommaList(const std::string& text);
 // The device ids named by --gpu ("0,1" or "all"); empty for the CPU. Error when --gpu is
 // given in a build without GPU support.
 std::vector<int> GpusFromFlag();
-
-// This process's rank among the ranks of its node and their number, from the MPI
-// launcher's environment (0 of 1 when not started by one).
-struct LocalRanks {
-  int rank = 0;
-  int size = 1;
-};
-LocalRanks LocalRanksFromLauncher();
 
 class GpuContext;
 // The GPU this process runs on, from --gpu and the GPU option flags; null without --gpu.

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "command.hpp"
-#include "thread_budget.hpp"
 #include "common_flags.hpp"
 #include "doppio/core/common.hpp"
 #include "tool_faults.hpp"
@@ -175,7 +174,11 @@ int main(int argc, char** argv) {
     // Every command that works gets its threads before any work (help only prints).
     std::unique_ptr<doppio::ThreadBudget> threads;
     if (std::string(argv[1]) != "help") {
-      threads = std::make_unique<doppio::ThreadBudget>(doppio::LocalRanksFromLauncher());
+      DOPPIO_ENSURE(FLAGS_threads >= 1 || gflags::GetCommandLineFlagInfoOrDie("threads").is_default)
+          << "--threads must be at least 1, not " << FLAGS_threads
+          << " (leave it out for the cores this process may use shared among its node's ranks)";
+      threads =
+          std::make_unique<doppio::ThreadBudget>(FLAGS_threads, doppio::LocalRanksFromLauncher());
     }
     return doppio::CommandTable()[argv[1]].run();
   } catch (const doppio::Error& error) {

@@ -6,11 +6,30 @@
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include "doppio/util/error.hpp"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {
+
+LocalRanks LocalRanksFromLauncher() {
+  LocalRanks local;
+  const std::pair<const char*, const char*> launchers[] = {
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
+      {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+      {"SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}};
+  for (const auto& names : launchers) {
+    const char* rank = std::getenv(names.first);
+    if (rank == nullptr) continue;
+    local.rank = std::max(0, std::atoi(rank));
+    const char* size = std::getenv(names.second);
+    local.size = std::max(local.rank + 1, size != nullptr ? std::atoi(size) : 0);
+    break;
+  }
+  return local;
+}
 
 int UsableCores() {
   cpu_set_t set;
@@ -19,14 +38,11 @@ int UsableCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-ThreadBudget::ThreadBudget(const LocalRanks& local) {
+ThreadBudget::ThreadBudget(int requested, const LocalRanks& local) {
   const int cores = UsableCores();
   const char* omp = std::getenv("OMP_NUM_THREADS");
-  if (!gflags::GetCommandLineFlagInfoOrDie("threads").is_default) {
-    DOPPIO_ENSURE(FLAGS_threads >= 1)
-        << "--threads must be at least 1, not " << FLAGS_threads << " (leave it out for the "
-        << "cores this process may use shared among its node's ranks)";
-    threads_ = FLAGS_threads;
+  if (requested > 0) {
+    threads_ = requested;
     source_ = "--threads";
   } else if (omp != nullptr && std::atoi(omp) >= 1) {
     threads_ = std::atoi(omp);
@@ -34,8 +50,7 @@ ThreadBudget::ThreadBudget(const LocalRanks& local) {
   } else {
     threads_ = std::max(1, cores / std::max(1, local.size));
     source_ = std::to_string(cores) + " core" + (cores > 1 ? "s" : "") + " for " +
-              std::to_string(local.size) + " rank" + (local.size > 1 ? "s" : "") +
-              " on this node";
+              std::to_string(local.size) + " rank" + (local.size > 1 ? "s" : "") + " on this node";
   }
   if (threads_ * local.size > cores) {
     LOG(WARNING) << threads_ << " threads per rank (" << source_ << ") x " << local.size
