@@ -8,10 +8,10 @@ the twin of the prototxt from cpu_forward_backward.py, and SGD with momentum. Th
 iterations/s after a warm-up (Doppio: between its display lines' timestamps).
 
 Each framework runs at its defaults and at the best of a few configurations:
-  Doppio    defaults; --threads=1; OMP_WAIT_POLICY=PASSIVE (the issue's alternatives);
+  Doppio    defaults; --threads=1; OMP_WAIT_POLICY=ACTIVE (OpenMP's spinning wait);
   PyTorch   defaults (torch's threads = the cores, num_workers=0); 1 thread; a data worker.
 and, with --ranks2, two ranks of one core each: `mpirun -np 2 doppio train` (defaults and
-PASSIVE) against PyTorch DDP over gloo (one thread per process), each rank half the batch;
+ACTIVE) against PyTorch DDP over gloo (one thread per process), each rank half the batch;
 and, with --loaded, the defaults again while another process keeps one core busy.
 Configurations take turns for --rounds rounds; each keeps its best.
 
@@ -43,9 +43,14 @@ LINE = re.compile(r'^I(\d{4}) (\d\d:\d\d:\d\d\.\d+) .*Iteration (\d+), loss = ')
 
 
 def doppio_pb2(build):
-    sys.path.insert(0, os.path.join(build, 'python'))
-    from doppio.proto import doppio_pb2 as pb2
-    return pb2
+    """The schema's module alone: importing the doppio package would set up its threads and
+    OpenMP's wait policy in the PyTorch process too."""
+    import importlib.util
+    path = os.path.join(build, 'python', 'doppio', 'proto', 'doppio_pb2.py')
+    spec = importlib.util.spec_from_file_location('doppio_pb2', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def make_cifar_lmdb(build, folder, items):
@@ -254,7 +259,7 @@ def main():
                                           args.warmup, threads, workers)
             runs = {'doppio default': doppio(),
                     'doppio --threads=1': doppio(flags=['--threads=1']),
-                    'doppio PASSIVE': doppio(env={'OMP_WAIT_POLICY': 'PASSIVE'}),
+                    'doppio ACTIVE': doppio(env={'OMP_WAIT_POLICY': 'ACTIVE'}),
                     'pytorch default': pytorch(),
                     'pytorch 1 thread': pytorch(threads=1),
                     'pytorch 1 data worker': pytorch(threads=max(1, cores - 1), workers=1)}
@@ -262,8 +267,8 @@ def main():
                 half = write_solver(pb2, net, source, batch // 2, args.iterations, display,
                                     folder)
                 runs['doppio 2x1 default'] = doppio(ranks=2, solver=half)
-                runs['doppio 2x1 PASSIVE'] = doppio(env={'OMP_WAIT_POLICY': 'PASSIVE'},
-                                                    ranks=2, solver=half)
+                runs['doppio 2x1 ACTIVE'] = doppio(env={'OMP_WAIT_POLICY': 'ACTIVE'},
+                                                   ranks=2, solver=half)
                 runs['pytorch 2x1 DDP'] = lambda: torch_ddp_rate(
                     net, source, args.build, batch // 2, args.iterations, args.warmup)
             best = best_of(args.rounds, runs)
@@ -290,7 +295,7 @@ def main():
             if args.ranks2:
                 print('2x1: doppio default / doppio best: %.2f; doppio default step / pytorch '
                       'DDP step: %.2f' % (best['doppio 2x1 default'] / max(
-                          best['doppio 2x1 default'], best['doppio 2x1 PASSIVE']),
+                          best['doppio 2x1 default'], best['doppio 2x1 ACTIVE']),
                           best['pytorch 2x1 DDP'] / best['doppio 2x1 default']))
             if args.loaded:
                 print('one core busy: doppio keeps %.0f%% of its default rate, pytorch %.0f%%'
