@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
+#include "../data/data_test_helpers.hpp"
 #include "cli_test_util.hpp"
 #include "json_value.hpp"
 #include "test_util.hpp"
@@ -128,6 +130,24 @@ TEST(ScaleCommand, ReadsPerLayerTimesOfDoppioTime) {
       dir);
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_TRUE(Has(other, times)) << other.output;
+}
+
+TEST(ScaleCommand, TakesTheImageSizeFromTheDataLayersLmdb) {
+  TempDir dir;
+  const std::string source = dir.path() + "/mnist_lmdb";
+  testing_data::WriteDatumLmdb(source, testing_data::IndexedDatums(2, 1, 28, 28));
+  std::string text = cli_test::ReadText(SourceDir() + "/models/lenet/train_val.prototxt");
+  const std::string placeholder = "data/mnist/mnist_train_lmdb";
+  text.replace(text.find(placeholder), placeholder.size(), source);
+  const std::string model = dir.path() + "/lenet.prototxt";
+  std::ofstream(model) << text;
+  const cli_test::Result run =
+      RunDoppio("scale --model=" + model + " --tflops=0.02 --ranks=1,2 --link=10gbit", dir);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(Has(
+      run, "synthetic tops 64x1x28x28, 64, shaped from the first record of LMDB '" + source + "'"))
+      << run.output;
+  EXPECT_TRUE(Has(run, "batch 64 per rank")) << run.output;
 }
 
 TEST(ScaleCommand, BadInputIsAnErrorNamingTheFlag) {

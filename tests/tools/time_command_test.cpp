@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "../data/data_test_helpers.hpp"
 #include "cli_test_util.hpp"
 #include "test_util.hpp"
 
@@ -100,6 +101,40 @@ TEST(TimeCommand, ExplicitOnednnWhereItCannotRunNamesTheLayer) {
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.output.find("layer 'pool' (Pooling)"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("engine ONEDNN"), std::string::npos) << run.output;
+}
+
+// Caffe's LeNet train/test net reading `train_source`, as a user's file.
+std::string LeNetReading(const TempDir& dir, const std::string& train_source) {
+  std::string text = cli_test::ReadText(SourceDir() + "/models/lenet/train_val.prototxt");
+  const std::string placeholder = "data/mnist/mnist_train_lmdb";
+  text.replace(text.find(placeholder), placeholder.size(), train_source);
+  return WriteFile(dir, "lenet.prototxt", text);
+}
+
+TEST(TimeCommand, TakesTheImageSizeFromTheDataLayersLmdb) {
+  TempDir dir;
+  const std::string source = dir.path() + "/mnist_lmdb";
+  testing_data::WriteDatumLmdb(source, testing_data::IndexedDatums(2, 1, 28, 28));
+  const cli_test::Result run =
+      RunFromSourceRoot("time --model=" + LeNetReading(dir, source) + " --iterations=1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("layer 'mnist' (Data): synthetic tops 64x1x28x28, 64, shaped from "
+                            "the first record of LMDB '" +
+                            source + "'"),
+            std::string::npos)
+      << run.output;
+}
+
+TEST(TimeCommand, AnUnreadableSourceNamesTheLayerAndTheSource) {
+  TempDir dir;
+  const cli_test::Result run =
+      RunFromSourceRoot("time --model=" + LeNetReading(dir, "/no/such/lmdb") + " --iterations=1");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("layer 'mnist' (Data): cannot tell the image size it produces: its "
+                            "source '/no/such/lmdb' (data_param.source) cannot be read"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("give --input_shape=C,H,W"), std::string::npos) << run.output;
 }
 
 TEST(TimeCommand, MissingModelFile) {

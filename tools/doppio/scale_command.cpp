@@ -33,10 +33,6 @@
 #include "layer_profile.hpp"
 #include "synthetic_inputs.hpp"
 
-DECLARE_int32(batch);
-DECLARE_string(json);
-DECLARE_string(input_shape);
-DECLARE_string(engine);
 DECLARE_string(sync);
 DECLARE_double(bucket_mb);
 
@@ -240,14 +236,6 @@ std::vector<int> RanksFromFlag() {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   return ranks;
-}
-
-std::vector<int> ImageShape() {
-  std::vector<int> shape;
-  for (const auto& part : SplitCommaList(FLAGS_input_shape)) shape.push_back(std::stoi(part));
-  DOPPIO_ENSURE(shape.empty() || shape.size() == 3)
-      << "--input_shape needs C,H,W, got '" << FLAGS_input_shape << "'";
-  return shape;
 }
 
 // The per-layer times: from --time_json, from --tflops, or measured here as `doppio time`
@@ -478,7 +466,7 @@ int ScaleCommand() {
   param.mutable_state()->set_phase(TRAIN);
   param.mutable_state()->set_level(FLAGS_level);
   for (const auto& stage : StagesFromFlag()) param.mutable_state()->add_stage(stage);
-  param = WithSyntheticInputs(param, FLAGS_batch, ImageShape());
+  param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFromFlag());
   if (!FLAGS_engine.empty()) param = WithEngine(param, FLAGS_engine);
   std::shared_ptr<GpuContext> gpu = GpuFromFlags();
   Net<float> net(param, 1701, gpu);

@@ -17,13 +17,14 @@
 #include "memory_report.hpp"
 #include "synthetic_inputs.hpp"
 
+// Shared with `doppio scale` (their descriptions say so), which reads them too.
 DEFINE_int32(batch, 0, "time, scale: override the batch size of the net's inputs (0 keeps it).");
 DEFINE_string(json, "",
               "time, scale: also write the results to this file as JSON (time: the per-layer "
               "times, which `doppio scale --time_json` reads; scale: the predicted rows).");
 DEFINE_string(input_shape, "",
-              "time, scale: C,H,W of the images a data layer would produce, when it cannot be "
-              "inferred (from transform_param.crop_size: 3 channels of crop x crop).");
+              "time, scale: C,H,W of the images a data layer would produce, instead of the "
+              "shape read from its source or its crop_size (docs/training.md).");
 DEFINE_string(
     engine, "",
     "time, scale: run every layer that the named engine (CAFFE, CUDNN, ONEDNN) can run on "
@@ -32,14 +33,6 @@ DEFINE_string(
 namespace doppio {
 namespace {
 
-std::vector<int> ImageShapeFlag() {
-  std::vector<int> shape;
-  for (const auto& part : SplitCommaList(FLAGS_input_shape)) shape.push_back(std::stoi(part));
-  DOPPIO_ENSURE(shape.empty() || shape.size() == 3)
-      << "--input_shape needs C,H,W, got '" << FLAGS_input_shape << "'";
-  return shape;
-}
-
 int TimeCommand() {
   DOPPIO_ENSURE(!FLAGS_model.empty()) << "doppio time needs --model=FILE";
   DOPPIO_ENSURE(FLAGS_iterations > 0) << "--iterations must be positive";
@@ -47,7 +40,7 @@ int TimeCommand() {
   param.mutable_state()->set_phase(PhaseFromFlag(TRAIN));
   param.mutable_state()->set_level(FLAGS_level);
   for (const auto& stage : StagesFromFlag()) param.mutable_state()->add_stage(stage);
-  param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFlag());
+  param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFromFlag());
   if (!FLAGS_engine.empty()) param = WithEngine(param, FLAGS_engine);
   std::shared_ptr<GpuContext> gpu = GpuFromFlags();
   Net<float> net(param, 1701, gpu);

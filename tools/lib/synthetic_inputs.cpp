@@ -1,36 +1,139 @@
 #include "synthetic_inputs.hpp"
 
+#include <glog/logging.h>
+
+#include <memory>
+#include <sstream>
 #include <string>
 
+#include "doppio/core/blob.hpp"
+#include "doppio/core/layer.hpp"
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/core/net.hpp"
 
 namespace doppio {
 
 namespace {
 
+// The parameter block that holds a data layer's batch size and source: the layer type's own
+// block (the others may carry a data_param too, for prefetch or HDF5Data's shard).
 int BatchSize(const LayerParameter& layer, int batch) {
   if (batch > 0) return batch;
-  // The other data layers may carry a data_param too (prefetch, HDF5Data's shard): their own
-  // block comes first.
-  if (layer.has_image_data_param()) return layer.image_data_param().batch_size();
-  if (layer.has_hdf5_data_param()) return layer.hdf5_data_param().batch_size();
-  if (layer.has_memory_data_param()) return layer.memory_data_param().batch_size();
-  if (layer.has_window_data_param()) return layer.window_data_param().batch_size();
-  if (layer.has_data_param()) return layer.data_param().batch_size();
+  const std::string& type = layer.type();
+  if (type == "ImageData") return layer.image_data_param().batch_size();
+  if (type == "HDF5Data") return layer.hdf5_data_param().batch_size();
+  if (type == "MemoryData") return layer.memory_data_param().batch_size();
+  if (type == "WindowData") return layer.window_data_param().batch_size();
+  if (type == "Data") return layer.data_param().batch_size();
   return 1;
 }
 
-std::vector<int> ImageShape(const LayerParameter& layer, const std::vector<int>& image_shape) {
-  if (!image_shape.empty()) return image_shape;
-  if (layer.has_memory_data_param()) {
-    const MemoryDataParameter& memory = layer.memory_data_param();
-    return {static_cast<int>(memory.channels()), static_cast<int>(memory.height()),
-            static_cast<int>(memory.width())};
+// Whether Net keeps `layer` in a net of `state` (its include and exclude rules).
+bool InState(const NetState& state, const LayerParameter& layer) {
+  NetParameter alone;
+  *alone.mutable_state() = state;
+  *alone.add_layer() = layer;
+  return Net<float>::FilterNet(alone).layer_size() == 1;
+}
+
+// What a data layer reads its first sample from, for the log and the errors.
+struct Source {
+  std::string field;  // e.g. "data_param.source"; empty for a layer without a source
+  std::string path;
+  std::string first;  // where in it the shape comes from
+};
+
+Source SourceOf(const LayerParameter& layer) {
+  const std::string& type = layer.type();
+  if (type == "Data") {
+    return {"data_param.source", layer.data_param().source(), "the first record of LMDB"};
   }
-  const int crop = layer.transform_param().crop_size();
-  DOPPIO_ENSURE(crop > 0) << "layer '" << layer.name() << "' (" << layer.type()
-                          << "): cannot tell the image size it produces; give C,H,W";
-  return {3, crop, crop};
+  if (type == "ImageData") {
+    return {"image_data_param.source", layer.image_data_param().source(),
+            "the first image listed in"};
+  }
+  if (type == "HDF5Data") {
+    return {"hdf5_data_param.source", layer.hdf5_data_param().source(), "the first file listed in"};
+  }
+  if (type == "WindowData") {
+    return {"window_data_param.source", layer.window_data_param().source(), "the first window of"};
+  }
+  return {};
+}
+
+// The shapes of the layer's tops as its own set-up makes them from its source, at batch 1,
+// reading no batch ahead and decoding on one thread, so that probing costs one sample.
+std::vector<std::vector<int>> TopShapesFromSource(LayerParameter layer, Phase phase) {
+  const std::string& type = layer.type();
+  if (type == "ImageData") layer.mutable_image_data_param()->set_batch_size(1);
+  if (type == "HDF5Data") layer.mutable_hdf5_data_param()->set_batch_size(1);
+  if (type == "WindowData") layer.mutable_window_data_param()->set_batch_size(1);
+  if (type == "Data") layer.mutable_data_param()->set_batch_size(1);
+  if (layer.has_data_param()) layer.mutable_data_param()->set_prefetch(1);
+  if (!layer.has_phase()) layer.set_phase(phase);
+  std::shared_ptr<Layer<float>> probe = LayerRegistry<float>::CreateLayer(layer);
+  std::vector<Blob<float>> tops(layer.top_size());
+  std::vector<Blob<float>*> top_pointers;
+  for (auto& top : tops) top_pointers.push_back(&top);
+  probe->SetUp({}, top_pointers);
+  std::vector<std::vector<int>> shapes;
+  for (const auto& top : tops) shapes.push_back(top.shape());
+  return shapes;
+}
+
+std::string ShapeText(const std::vector<int>& shape) {
+  std::string text;
+  for (int d : shape) text += (text.empty() ? "" : "x") + std::to_string(d);
+  return text;
+}
+
+// The shape of every top of a data layer at batch n, and the log line saying where it came
+// from (WithSyntheticInputs' order).
+// Empty for a layer outside the net's state whose shape cannot be told without its source.
+std::vector<std::vector<int>> TopShapes(const LayerParameter& layer, bool in_state, Phase phase,
+                                        int n, const std::vector<int>& image_shape,
+                                        std::string* from) {
+  const std::string who = "layer '" + layer.name() + "' (" + layer.type() + ")";
+  // Images first, then scalar labels.
+  auto images = [&](std::vector<int> image) {
+    std::vector<std::vector<int>> shapes(layer.top_size(), {n});
+    if (!shapes.empty()) shapes[0].insert(shapes[0].end(), image.begin(), image.end());
+    return shapes;
+  };
+  if (!image_shape.empty()) {
+    *from = "--input_shape";
+    return images(image_shape);
+  }
+  if (layer.type() == "MemoryData") {
+    const MemoryDataParameter& memory = layer.memory_data_param();
+    *from = "memory_data_param";
+    return images({static_cast<int>(memory.channels()), static_cast<int>(memory.height()),
+                   static_cast<int>(memory.width())});
+  }
+  const Source source = SourceOf(layer);
+  std::string unread = source.field.empty() ? "it has no source" : source.field + " is not set";
+  if (!in_state) unread = "it is not part of the net's state";
+  if (in_state && !source.path.empty()) {
+    try {
+      std::vector<std::vector<int>> shapes = TopShapesFromSource(layer, phase);
+      for (auto& shape : shapes) {
+        if (!shape.empty()) shape[0] = n;
+      }
+      *from = source.first + " '" + source.path + "'";
+      return shapes;
+    } catch (const Error& error) {
+      // The layer's own message starts with the name this one gives first.
+      std::string reason = error.what();
+      if (reason.rfind(who + ": ", 0) == 0) reason.erase(0, who.size() + 2);
+      unread = "its source '" + source.path + "' (" + source.field + ") cannot be read: " + reason;
+    }
+  }
+  const int crop = static_cast<int>(layer.transform_param().crop_size());
+  if (crop <= 0 && !in_state) return {};
+  DOPPIO_ENSURE(crop > 0) << who << ": cannot tell the image size it produces: " << unread
+                          << "; give --input_shape=C,H,W";
+  *from = "transform_param.crop_size with 3 channels, since " + unread;
+  return images({3, crop, crop});
 }
 
 }  // namespace
@@ -38,27 +141,32 @@ std::vector<int> ImageShape(const LayerParameter& layer, const std::vector<int>&
 NetParameter WithSyntheticInputs(const NetParameter& param, int batch,
                                  const std::vector<int>& image_shape) {
   NetParameter result = param;
+  const Phase phase = param.state().phase();
   for (auto& layer : *result.mutable_layer()) {
     if (LayerTypeTraits(layer.type()).reads_data) {
-      const int n = BatchSize(layer, batch);
-      const std::vector<int> image = ImageShape(layer, image_shape);
+      const bool in_state = InState(param.state(), layer);
+      std::string from;
+      const std::vector<std::vector<int>> shapes =
+          TopShapes(layer, in_state, phase, BatchSize(layer, batch), image_shape, &from);
+      if (shapes.empty()) continue;
       LayerParameter dummy;
       dummy.set_name(layer.name());
       dummy.set_type("DummyData");
       *dummy.mutable_top() = layer.top();
       *dummy.mutable_include() = layer.include();
       *dummy.mutable_exclude() = layer.exclude();
-      for (int t = 0; t < layer.top_size(); ++t) {
+      std::ostringstream line;
+      line << "layer '" << layer.name() << "' (" << layer.type() << "): synthetic tops";
+      for (std::size_t t = 0; t < shapes.size(); ++t) {
         BlobShape* shape = dummy.mutable_dummy_data_param()->add_shape();
-        shape->add_dim(n);
-        if (t == 0) {
-          for (int d : image) shape->add_dim(d);
-        }
+        for (int d : shapes[t]) shape->add_dim(d);
+        line << (t == 0 ? " " : ", ") << ShapeText(shapes[t]);
         // Constant fillers fill once at set-up, so Forward costs nothing; labels are class 0.
         FillerParameter* filler = dummy.mutable_dummy_data_param()->add_data_filler();
         filler->set_type("constant");
         filler->set_value(t == 0 ? 0.5f : 0.f);
       }
+      if (in_state) LOG(INFO) << line.str() << ", shaped from " << from;
       layer = dummy;
     } else if (layer.type() == "Input" && batch > 0) {
       for (auto& shape : *layer.mutable_input_param()->mutable_shape()) {
