@@ -2,7 +2,7 @@
 
 #include <glog/logging.h>
 
-#include <cstring>
+#include "doppio/util/upgrade_net.hpp"
 
 namespace doppio {
 
@@ -12,56 +12,15 @@ constexpr std::uint64_t kCropMirrorStream = 0xc409;
 }  // namespace
 
 TransformationParameter MergedTransformParam(const LayerParameter& param, const std::string& who) {
-  TransformationParameter merged = param.transform_param();
-  const bool window = param.has_window_data_param();
-  const bool image = !window && param.has_image_data_param();
-  const std::string block =
-      window ? "window_data_param" : (image ? "image_data_param" : "data_param");
-  float scale;
-  std::string mean_file;
-  unsigned crop_size;
-  bool mirror, force_color = false;
-  bool has_scale, has_mean, has_crop, has_mirror, has_force = false;
-  if (window) {
-    const WindowDataParameter& p = param.window_data_param();
-    scale = p.scale(), mean_file = p.mean_file(), crop_size = p.crop_size(), mirror = p.mirror();
-    has_scale = p.has_scale(), has_mean = p.has_mean_file(), has_crop = p.has_crop_size();
-    has_mirror = p.has_mirror();
-  } else if (image) {
-    const ImageDataParameter& p = param.image_data_param();
-    scale = p.scale(), mean_file = p.mean_file(), crop_size = p.crop_size(), mirror = p.mirror();
-    has_scale = p.has_scale(), has_mean = p.has_mean_file(), has_crop = p.has_crop_size();
-    has_mirror = p.has_mirror();
-  } else {
-    const DataParameter& p = param.data_param();
-    scale = p.scale(), mean_file = p.mean_file(), crop_size = p.crop_size(), mirror = p.mirror();
-    force_color = p.force_encoded_color();
-    has_scale = p.has_scale(), has_mean = p.has_mean_file(), has_crop = p.has_crop_size();
-    has_mirror = p.has_mirror(), has_force = p.has_force_encoded_color();
-  }
-  auto conflict = [&](const char* field) {
-    return Error(who + ": " + block + "." + field + " (deprecated) and transform_param." +
-                 (std::strcmp(field, "force_encoded_color") == 0 ? "force_color" : field) +
-                 " disagree; set it in transform_param only");
-  };
-  if (has_scale) {
-    if (merged.has_scale() && merged.scale() != scale) throw conflict("scale");
-    merged.set_scale(scale);
-  }
-  if (has_mean) {
-    if (merged.has_mean_file() && merged.mean_file() != mean_file) throw conflict("mean_file");
-    merged.set_mean_file(mean_file);
-  }
-  if (has_crop) {
-    if (merged.has_crop_size() && merged.crop_size() != crop_size) throw conflict("crop_size");
-    merged.set_crop_size(crop_size);
-  }
-  if (has_mirror) {
-    if (merged.has_mirror() && merged.mirror() != mirror) throw conflict("mirror");
-    merged.set_mirror(mirror);
-  }
-  if (has_force && force_color) {
-    if (merged.has_force_color() && !merged.force_color()) throw conflict("force_encoded_color");
+  LayerParameter moved = param;
+  MoveDeprecatedTransformFields(who, &moved);
+  TransformationParameter merged = moved.transform_param();
+  // force_encoded_color is not one of the fields Caffe's upgrade moves; only Data has it.
+  if (!param.has_window_data_param() && !param.has_image_data_param() &&
+      param.data_param().force_encoded_color()) {
+    DOPPIO_ENSURE(!merged.has_force_color() || merged.force_color())
+        << who << ": data_param.force_encoded_color (deprecated) and transform_param.force_color "
+        << "disagree; set it in transform_param only";
     merged.set_force_color(true);
   }
   return merged;

@@ -95,6 +95,38 @@ std::string LayerLabel(const std::string& origin, const std::string& name) {
   return origin + ", layer '" + name + "'";
 }
 
+// Moves one data parameter block's deprecated transformation fields into transform_param.
+template <typename Block>
+void MoveTransformFields(const std::string& who, const char* block_name, Block* block,
+                         TransformationParameter* transform) {
+  const auto conflict = [&](const char* field) {
+    return Error(who + ": " + block_name + "." + field + " (deprecated) and transform_param." +
+                 field + " disagree; set it in transform_param only");
+  };
+  if (block->has_scale()) {
+    if (transform->has_scale() && transform->scale() != block->scale()) throw conflict("scale");
+    transform->set_scale(block->scale());
+    block->clear_scale();
+  }
+  if (block->has_mean_file()) {
+    if (transform->has_mean_file() && transform->mean_file() != block->mean_file())
+      throw conflict("mean_file");
+    transform->set_mean_file(block->mean_file());
+    block->clear_mean_file();
+  }
+  if (block->has_crop_size()) {
+    if (transform->has_crop_size() && transform->crop_size() != block->crop_size())
+      throw conflict("crop_size");
+    transform->set_crop_size(block->crop_size());
+    block->clear_crop_size();
+  }
+  if (block->has_mirror()) {
+    if (transform->has_mirror() && transform->mirror() != block->mirror()) throw conflict("mirror");
+    transform->set_mirror(block->mirror());
+    block->clear_mirror();
+  }
+}
+
 // Moves the V0 layer inside `layer` into V1's fields. Every V0 field that is set must mean
 // something to the layer's type: a silently dropped field would change the net.
 void UpgradeV0Layer(const std::string& origin, V1LayerParameter* layer) {
@@ -300,6 +332,10 @@ LayerParameter UpgradeV1Layer(const std::string& origin, V1LayerParameter& v1) {
         << where << ": V1 field '" << field->name() << "' has no counterpart in 'layer'";
     to->MutableMessage(&layer, target)->CopyFrom(from->GetMessage(v1, field));
   }
+  if (v1.type() == V1LayerParameter::DATA || v1.type() == V1LayerParameter::IMAGE_DATA ||
+      v1.type() == V1LayerParameter::WINDOW_DATA) {
+    MoveDeprecatedTransformFields(where, &layer);
+  }
   return layer;
 }
 
@@ -331,6 +367,18 @@ void UpgradeLayers(const std::string& origin, NetParameter* net) {
 }  // namespace
 
 bool NetNeedsUpgrade(const NetParameter& net) { return net.layers_size() > 0; }
+
+void MoveDeprecatedTransformFields(const std::string& who, LayerParameter* layer) {
+  TransformationParameter* transform = layer->mutable_transform_param();
+  if (layer->has_window_data_param()) {
+    MoveTransformFields(who, "window_data_param", layer->mutable_window_data_param(), transform);
+  } else if (layer->has_image_data_param()) {
+    MoveTransformFields(who, "image_data_param", layer->mutable_image_data_param(), transform);
+  } else if (layer->has_data_param()) {
+    MoveTransformFields(who, "data_param", layer->mutable_data_param(), transform);
+  }
+  if (transform->ByteSizeLong() == 0) layer->clear_transform_param();
+}
 
 bool UpgradeNetInputs(const std::string& origin, NetParameter* net) {
   if (net->input_size() == 0) return false;

@@ -218,8 +218,8 @@ TEST(UpgradeNet, V0NetFoldsPaddingAndMovesFlatFields) {
 // writes for it, written out by hand from Caffe's mapping.
 TEST(UpgradeNet, OldFilesBecomeTheirHandWrittenExpectedFiles) {
   const std::string dir = SourceDir() + "/tests/util/data/upgrade/";
-  for (const char* name :
-       {"v0_data_layers", "v0_compute_layers", "v1_net_inputs", "net_input_shape"}) {
+  for (const char* name : {"v0_data_layers", "v0_compute_layers", "v1_net_inputs",
+                           "v1_data_transform", "net_input_shape"}) {
     SCOPED_TRACE(name);
     NetParameter param;
     ReadProtoFromTextFile(dir + name + ".prototxt", &param);
@@ -228,6 +228,27 @@ TEST(UpgradeNet, OldFilesBecomeTheirHandWrittenExpectedFiles) {
     ReadProtoFromTextFile(dir + name + ".expected.prototxt", &expected);
     ExpectSameMessage(param, expected);
   }
+}
+
+// Caffe lets the deprecated field win silently; a silent pick is a wrong answer, so it is refused.
+TEST(UpgradeNet, RefusesTransformFieldsSetTwiceDifferently) {
+  ExpectError(
+      [] {
+        ReadNetParamsFromTextString(R"(
+          layers { name: "train" type: DATA top: "data"
+                   data_param { source: "lmdb" batch_size: 1 crop_size: 24 }
+                   transform_param { crop_size: 28 } })",
+                                    "net.prototxt");
+      },
+      {"net.prototxt, layer 'train'",
+       "data_param.crop_size (deprecated) and transform_param.crop_size disagree"});
+  NetParameter same = ParseText<NetParameter>(R"(
+    layers { name: "train" type: DATA top: "data"
+             data_param { source: "lmdb" batch_size: 1 crop_size: 24 }
+             transform_param { crop_size: 24 } })");
+  ASSERT_TRUE(UpgradeNetAsNeeded("net.prototxt", &same));
+  EXPECT_EQ(same.layer(0).transform_param().crop_size(), 24u);
+  EXPECT_FALSE(same.layer(0).data_param().has_crop_size());
 }
 
 TEST(UpgradeNet, NetInputsBecomeAFirstInputLayerOnLoad) {

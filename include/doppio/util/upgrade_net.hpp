@@ -27,4 +27,12 @@ bool UpgradeNetAsNeeded(const std::string& origin, NetParameter* net);
 // net had inputs. Inputs whose shape count does not match are an Error naming `origin`.
 bool UpgradeNetInputs(const std::string& origin, NetParameter* net);
 
+// Moves the deprecated transformation fields (scale, mean_file, crop_size, mirror) of a data
+// layer's window_data_param, image_data_param or data_param (the first it has, in that order)
+// into its transform_param, as Caffe's UpgradeNetDataTransformation does for V1 nets; the V1
+// upgrade calls it for Data, ImageData and WindowData layers. Unlike Caffe, where the old field
+// silently wins, a field set in both places to different values is an Error naming `who` and
+// the field.
+void MoveDeprecatedTransformFields(const std::string& who, LayerParameter* layer);
+
 }  // namespace doppio
