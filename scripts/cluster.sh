@@ -5,8 +5,12 @@
 # switch is a bridge in a namespace of its own, so nothing is added to the machine's own
 # network namespace and no route leads out of the cluster.
 #
-#   scripts/cluster.sh up N [--rate RATE]   make (or reshape) the cluster; RATE per link, e.g.
-#                                           1gbit, 10gbit, 100mbit, or unlimited (the default)
+#   scripts/cluster.sh up N [--rate RATE] [--slurm]
+#                                           make (or reshape) the cluster; RATE per link, e.g.
+#                                           1gbit, 10gbit, 100mbit, or unlimited (the default);
+#                                           --slurm: and a Slurm over the hosts (docs/slurm.md)
+#   scripts/cluster.sh slurm CMD...         a Slurm command (sbatch, srun, squeue, scontrol, ...)
+#                                           inside host 0
 #   scripts/cluster.sh run [MPIRUN ARGS] CMD...   mpirun inside host 0 over the N hosts
 #   scripts/cluster.sh exec H CMD...        run a command inside host H
 #   scripts/cluster.sh link H down|up       pull or plug host H's cable (the switch port)
@@ -19,6 +23,7 @@
 # DOPPIO_CLUSTER_SUBNET is the first three octets of the private /24 used inside it (default
 # 10.213.7): host i is <subnet>.(i+1). Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
 set -euo pipefail
+shopt -s nullglob
 
 NAME=${DOPPIO_CLUSTER:-doppio}
 SUBNET=${DOPPIO_CLUSTER_SUBNET:-10.213.7}
@@ -42,6 +47,9 @@ usage() {
   die "DOPPIO_CLUSTER='$NAME': use 1 to 10 lower-case letters and digits, starting with a letter"
 [[ "$SUBNET" =~ ^10\.[0-9]{1,3}\.[0-9]{1,3}$ || "$SUBNET" =~ ^192\.168\.[0-9]{1,3}$ ]] ||
   die "DOPPIO_CLUSTER_SUBNET='$SUBNET': give the first three octets of a private /24, e.g. 10.213.7"
+
+# shellcheck source=scripts/cluster_slurm.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cluster_slurm.sh"
 
 host_ns() { echo "$NAME-h$1"; }
 host_ip() { echo "$SUBNET.$(($1 + 1))"; }
@@ -202,9 +210,10 @@ reachable() {
 }
 
 cmd_up() {
-  local n="" rate="unlimited"
+  local n="" rate="unlimited" slurm=0
   while [[ $# -gt 0 ]]; do
     case "$1" in
+      --slurm) slurm=1; shift ;;
       --rate) rate=${2:?--rate needs a value}; shift 2 ;;
       --rate=*) rate=${1#--rate=}; shift ;;
       -h | --help) usage ;;
@@ -239,6 +248,12 @@ cmd_up() {
     done
     [[ $ok -eq 1 ]] || die "up: host 0 cannot reach host $i ($(host_ip "$i"))"
   done
+  if [[ $slurm -eq 1 ]]; then
+    slurm_up "$n"
+  else
+    slurm_down_daemons
+    rm -rf "$SLURM_DIR"
+  fi
   trap - EXIT
   say "$n host(s) up on $CIDR ($(host_ip 0) .. $(host_ip $((n - 1)))), links: $rate"
 }
@@ -247,6 +262,7 @@ cmd_down() {
   check_privileges
   local namespaces
   namespaces=$(cluster_namespaces)
+  slurm_down_daemons
   for ns in $namespaces; do kill_inside "$ns"; done
   for ns in $namespaces; do ip netns del "$ns" 2>/dev/null || true; done
   rm -rf "$STATE"
@@ -318,6 +334,14 @@ cmd_exec() {
     "$(host_ns "$h")" "$@"
 }
 
+cmd_slurm() {
+  check_privileges
+  require_up >/dev/null
+  slurm_ready || die "slurm: the cluster '$NAME' has no Slurm (scripts/cluster.sh up N --slurm)"
+  [[ $# -gt 0 ]] || die "slurm: give a command (sbatch, srun, squeue, scontrol, ...)"
+  slurm_client "$(host_ns 0)" "$@"
+}
+
 cmd_link() {
   check_privileges
   local n h=${1:?link: give a host number} state=${2:?link: give down or up}
@@ -367,11 +391,12 @@ main() {
     run) cmd_run "$@" ;;
     exec) cmd_exec "$@" ;;
     link) cmd_link "$@" ;;
+    slurm) cmd_slurm "$@" ;;
     pids) cmd_pids "$@" ;;
     status) cmd_status "$@" ;;
     -h | --help | help) usage ;;
     "") usage 1 ;;
-    *) die "unknown command '$cmd' (up, down, run, exec, link, pids, status)" ;;
+    *) die "unknown command '$cmd' (up, down, run, exec, link, slurm, pids, status)" ;;
   esac
 }
 
