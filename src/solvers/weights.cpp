@@ -99,6 +99,14 @@ template <typename Dtype>
 void CheckWeightsMatchNet(const Net<Dtype>& net, const NetParameter& weights,
                           const std::string& origin) {
   const auto shapes = LayerBlobShapes(weights);
+  // Both nets by name: a requeued job whose snapshot_prefix holds another net's snapshots
+  // must see which two met.
+  std::string different = " is from a different net than '" + net.name() + "'";
+  if (weights.name() == net.name()) {
+    different += ", of the same name";
+  } else if (!weights.name().empty()) {
+    different = " is from a different net: net '" + weights.name() + "', not '" + net.name() + "'";
+  }
   // For each name, whether each layer of that name, in order, has parameters.
   std::map<std::string, std::vector<bool>> net_layers;
   for (std::size_t i = 0; i < net.layers().size(); ++i) {
@@ -110,16 +118,16 @@ void CheckWeightsMatchNet(const Net<Dtype>& net, const NetParameter& weights,
     if (layer.blobs().empty()) continue;
     auto it = shapes.find(layer.name());
     DOPPIO_ENSURE(it != shapes.end() && occurrence < it->second.size())
-        << origin << " is from a different net: it has no layer '" << label << "', which net '"
+        << origin << different << ": it has no layer '" << label << "', which net '"
         << net.name() << "' has";
     const BlobShapes& file_blobs = it->second[occurrence];
     const auto& blobs = layer.blobs();
     DOPPIO_ENSURE(file_blobs.size() == blobs.size())
-        << origin << " is from a different net: layer '" << label << "' has " << file_blobs.size()
+        << origin << different << ": layer '" << label << "' has " << file_blobs.size()
         << " blobs there but " << blobs.size() << " in net '" << net.name() << "'";
     for (std::size_t k = 0; k < blobs.size(); ++k) {
       DOPPIO_ENSURE(file_blobs[k] == blobs[k]->shape())
-          << origin << " is from a different net: blob " << k << " of layer '" << label
+          << origin << different << ": blob " << k << " of layer '" << label
           << "' has shape " << ShapeString(file_blobs[k]) << " there but "
           << blobs[k]->shape_string() << " in net '" << net.name() << "'";
     }
@@ -129,7 +137,7 @@ void CheckWeightsMatchNet(const Net<Dtype>& net, const NetParameter& weights,
     for (std::size_t k = 0; k < entry.second.size(); ++k) {
       if (entry.second[k].empty()) continue;
       DOPPIO_ENSURE(it != net_layers.end() && k < it->second.size() && it->second[k])
-          << origin << " is from a different net: it holds weights for "
+          << origin << different << ": it holds weights for "
           << (k == 0 ? "" : "another ") << "layer '" << entry.first << "', which net '"
           << net.name() << "' does not have";
     }

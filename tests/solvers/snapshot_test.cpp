@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <type_traits>
 
 #include "doppio/solvers/sgd_solvers.hpp"
+#include "doppio/solvers/snapshot_search.hpp"
 #include "doppio/util/io.hpp"
 #include "log_capture.hpp"
 #include "solver_test_util.hpp"
@@ -520,6 +522,48 @@ TYPED_TEST(SnapshotTest, SnapshotOfADifferentNetIsRefused) {
   auto third = MakeSolver<Dtype>(renamed);
   EXPECT_ERROR_WITH(third->Restore(state), "different net", "fc");
   EXPECT_EQ(third->iter(), 0);
+  // The error names both nets.
+  EXPECT_ERROR_WITH(third->Restore(state), "different net: net 'lsq', not 'renamed'");
+}
+
+TYPED_TEST(SnapshotTest, NewestCompleteSnapshotPassesOverIncompleteOnes) {
+  using Dtype = TypeParam;
+  std::vector<std::string> passed_over;
+  EXPECT_FALSE(NewestCompleteSnapshot(this->Prefix(), &passed_over));
+  EXPECT_FALSE(NewestCompleteSnapshot(this->dir_.path() + "/no/such/folder/lsq", &passed_over));
+  auto solver = MakeSolver<Dtype>(this->Param("SGD"));
+  for (int iter : {2, 10}) {
+    solver->Step(iter - solver->iter());
+    solver->Snapshot();
+  }
+  // Numbers, not text, decide which is newest (10 > 9 > 2); a name that is not the prefix's,
+  // or another snapshot_prefix that begins the same, is not a candidate.
+  auto found = NewestCompleteSnapshot(this->Prefix(), &passed_over);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->state_file, this->Prefix() + "_iter_10.solverstate");
+  EXPECT_EQ(found->iter, 10);
+  EXPECT_TRUE(passed_over.empty());
+  fs::copy_file(this->Prefix() + "_iter_10.solverstate", this->Prefix() + "x_iter_99.solverstate");
+  fs::copy_file(this->Prefix() + "_iter_10.solverstate",
+                this->Prefix() + "_iter_77.solverstate.tmp");
+  // Newer, but: a state whose weights were never written (a job killed in between), a
+  // truncated state, a state of another iteration than its name says.
+  solver->Step(1);
+  solver->Snapshot();
+  fs::remove(this->Prefix() + "_iter_11.caffemodel");
+  std::ofstream(this->Prefix() + "_iter_12.solverstate") << "\x08";
+  fs::copy_file(this->Prefix() + "_iter_2.solverstate", this->Prefix() + "_iter_13.solverstate");
+  found = NewestCompleteSnapshot(this->Prefix(), &passed_over);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->state_file, this->Prefix() + "_iter_10.solverstate");
+  ASSERT_EQ(passed_over.size(), 3u);
+  EXPECT_CONTAINS(passed_over[0], "_iter_13.solverstate: holds iteration 2, not the 13");
+  EXPECT_CONTAINS(passed_over[1], "_iter_12.solverstate");
+  EXPECT_CONTAINS(passed_over[2], "_iter_11.caffemodel' does not exist");
+  // And it restores.
+  auto resumed = MakeSolver<Dtype>(this->Param("SGD"));
+  resumed->Restore(found->state_file);
+  EXPECT_EQ(resumed->iter(), 10);
 }
 
 TYPED_TEST(SnapshotTest, StateOfAnotherSolverTypeIsRefused) {

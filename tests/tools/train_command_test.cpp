@@ -11,6 +11,7 @@
 #include "cli_test_util.hpp"
 #include "doppio/core/common.hpp"
 #include "doppio/util/io.hpp"
+#include "slurm_job.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -170,6 +171,76 @@ TEST_F(TrainCommandTest, ResumesFromASnapshot) {
   // DummyData draws differ after a resume, so only the files are compared for existence.
   EXPECT_TRUE(Exists("snap/cli_iter_20.caffemodel"));
   EXPECT_FALSE(final_weights.empty());
+}
+
+// --resume=auto, as a job that requeues itself runs it: the newest complete snapshot, every
+// start recorded, and the same start again and again reported as a requeue loop.
+TEST_F(TrainCommandTest, ResumeAutoTakesTheNewestCompleteSnapshot) {
+  const std::string solver = Solver("snapshot: 10");
+  const auto first = Train({"--solver=" + solver, "--resume=auto"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_CONTAINS(first.output, "--resume=auto: no snapshot under snapshot_prefix '" +
+                                    Path("snap/cli") + "' yet: training starts from iteration 0");
+  EXPECT_CONTAINS(first.output, "Iteration 5, loss");
+  // The run was interrupted after iteration 10's snapshot, and a newer one is half written.
+  fs::remove(Path("snap/cli_iter_20.caffemodel"));
+  fs::remove(Path("snap/cli_iter_20.solverstate"));
+  WriteText(Path("snap/cli_iter_30.solverstate"), "\x08");
+  const auto second = Train({"--solver=" + solver, "--resume=auto"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_CONTAINS(second.output, "passing over an incomplete snapshot: " +
+                                     Path("snap/cli_iter_30.solverstate"));
+  EXPECT_CONTAINS(second.output, "is " + Path("snap/cli_iter_10.solverstate") + " (iteration 10)");
+  EXPECT_CONTAINS(second.output, "Resuming from " + Path("snap/cli_iter_10.solverstate"));
+  EXPECT_EQ(second.output.find("Iteration 5, loss"), std::string::npos);
+  EXPECT_CONTAINS(second.output, "Iteration 15, loss");
+  EXPECT_TRUE(Exists("snap/cli_iter_20.caffemodel"));
+  EXPECT_EQ(second.output.find("Requeue loop"), std::string::npos);
+  // Three starts from iteration 20 (done, nothing to train) are not yet a loop; the fourth is.
+  for (int start = 1; start <= 3; ++start) {
+    SCOPED_TRACE(start);
+    const auto again = Train({"--solver=" + solver, "--resume=auto"});
+    ASSERT_EQ(again.exit_code, 0) << again.output;
+    EXPECT_EQ(again.output.find("Requeue loop"), std::string::npos) << again.output;
+  }
+  const std::string history = ReadText(Path("snap/cli_resumes.txt"));
+  EXPECT_EQ(std::count(history.begin(), history.end(), '\n'), 5) << history;
+  EXPECT_EQ(history.rfind("0 process ", 0), 0u) << history;
+  const auto loop = Train({"--solver=" + solver, "--resume=auto"});
+  EXPECT_CONTAINS(loop.output, "Requeue loop: this is start 4 in a row from iteration 20 (" +
+                                   Path("snap/cli_resumes.txt") + "): the 3 runs before it ended");
+}
+
+// What a Slurm job's tasks see: the job in the log, and with --snapshot_prefix_from_job a
+// snapshot prefix of its own, found again after a requeue.
+TEST_F(TrainCommandTest, ASlurmJobIsLoggedAndNamesItsSnapshots) {
+  const std::map<std::string, std::string> slurm = {
+      {"SLURM_JOB_ID", "77"},         {"SLURM_JOB_NAME", "lenet"},
+      {"SLURM_RESTART_COUNT", "2"},   {"SLURM_JOB_NUM_NODES", "1"},
+      {"SLURM_JOB_NODELIST", "node7"}};
+  const std::string solver = Solver("snapshot: 10");
+  const auto result = Train({"--solver=" + solver, "--snapshot_prefix_from_job"}, slurm);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, "Slurm job 77 'lenet' (restart 2), 1 node: node7");
+  EXPECT_CONTAINS(result.output, "snapshot_prefix of Slurm job 77");
+  EXPECT_TRUE(Exists("snap/cli_job77_iter_20.caffemodel"));
+  EXPECT_FALSE(Exists("snap/cli_iter_20.caffemodel"));
+  fs::remove(Path("snap/cli_job77_iter_20.solverstate"));
+  const auto requeued =
+      Train({"--solver=" + solver, "--snapshot_prefix_from_job", "--resume=auto"}, slurm);
+  ASSERT_EQ(requeued.exit_code, 0) << requeued.output;
+  EXPECT_CONTAINS(requeued.output, "Resuming from " + Path("snap/cli_job77_iter_10.solverstate"));
+  // A task of a job array, and outside Slurm.
+  const auto array = Train({"--solver=" + solver, "--snapshot_prefix_from_job", "--iterations=1"},
+                           {{"SLURM_JOB_ID", "80"},
+                            {"SLURM_ARRAY_JOB_ID", "78"},
+                            {"SLURM_ARRAY_TASK_ID", "3"}});
+  ASSERT_EQ(array.exit_code, 0) << array.output;
+  EXPECT_CONTAINS(array.output, "Slurm job 78_3 (first run)");
+  EXPECT_TRUE(Exists("snap/cli_job78_3_iter_1.caffemodel"));
+  const auto outside = Train({"--solver=" + solver, "--snapshot_prefix_from_job"});
+  EXPECT_EQ(outside.exit_code, 1) << outside.output;
+  EXPECT_CONTAINS(outside.output, "--snapshot_prefix_from_job needs a Slurm job");
 }
 
 // snapshot_format: HDF5 as in Caffe: .caffemodel.h5 and .solverstate.h5, resumed from with
@@ -396,6 +467,14 @@ TEST_F(TrainCommandTest, BadInputsFailWithAClearMessage) {
       {"weights and snapshot",
        {"--solver=" + Solver(), "--weights=a", "--snapshot=b"},
        {"not both"}},
+      {"resume and snapshot",
+       {"--solver=" + Solver(), "--resume=auto", "--snapshot=b"},
+       {"give --resume=auto or --snapshot=b, not both"}},
+      {"unknown resume", {"--solver=" + Solver(), "--resume=newest"}, {"--resume='newest'"}},
+      {"another net's snapshots under the prefix",
+       {"--solver=" + Solver("snapshot_prefix: \"" + Path("other") + "\"", "s4.prototxt", false),
+        "--resume=auto"},
+       {"other_iter_1.caffemodel", "is from a different net than 'cli', of the same name", "ip1"}},
       {"bad signal effect", {"--solver=" + Solver(), "--sigint_effect=explode"}, {"explode"}},
       {"unwritable snapshot directory",
        {"--solver=" + Solver("snapshot_prefix: \"/proc/doppio/cli\"", "s3.prototxt", false)},
@@ -536,6 +615,28 @@ TEST_F(TrainCommandTest, TheThreadBudgetSaysWhereItCameFrom) {
   const auto zero = RunDoppio({"train", "--solver=none.prototxt", "--threads=0"}, Path("log.txt"));
   EXPECT_EQ(zero.exit_code, 1) << zero.output;
   EXPECT_CONTAINS(zero.output, "--threads must be at least 1, not 0");
+}
+
+// srun sets SLURM_NTASKS_PER_NODE only for --ntasks-per-node; SLURM_TASKS_PER_NODE always.
+TEST(SlurmJob, TasksOnNodeFromSlurmsCompressedList) {
+  EXPECT_EQ(SlurmTasksOnNode("4", 0), 4);
+  EXPECT_EQ(SlurmTasksOnNode("2(x3),1", 0), 2);
+  EXPECT_EQ(SlurmTasksOnNode("2(x3),1", 2), 2);
+  EXPECT_EQ(SlurmTasksOnNode("2(x3),1", 3), 1);
+  EXPECT_EQ(SlurmTasksOnNode("2(x3),1", 4), 0);
+  EXPECT_EQ(SlurmTasksOnNode("1,3(x2)", 2), 3);
+  for (const char* bad : {"", "x", "2(x", "(x2)"}) EXPECT_EQ(SlurmTasksOnNode(bad, 0), 0) << bad;
+  EXPECT_EQ(SlurmTasksOnNode("2,,1", 1), 0);
+}
+
+TEST_F(TrainCommandTest, SlurmsTasksOfTheNodeShareItsCores) {
+  const auto result = RunDoppio({"device_query"}, Path("log.txt"),
+                                {{"OMP_NUM_THREADS", ""},
+                                 {"SLURM_LOCALID", "1"},
+                                 {"SLURM_NODEID", "1"},
+                                 {"SLURM_TASKS_PER_NODE", "1,2"}});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_CONTAINS(result.output, "for 2 ranks on this node)");
 }
 
 // gflags' flags are global: a command refuses another command's instead of ignoring it.

@@ -5,8 +5,13 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "common_flags.hpp"
@@ -14,16 +19,26 @@
 #include "doppio/parallel/gpu_selection.hpp"
 #include "doppio/parallel/mpi_communicator.hpp"
 #include "doppio/parallel/rank_logging.hpp"
+#include "doppio/solvers/snapshot_search.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/io.hpp"
 #include "memory_report.hpp"
+#include "resume_history.hpp"
 #include "signal_handler.hpp"
+#include "slurm_job.hpp"
 #include "tool_faults.hpp"
 
 DEFINE_string(solver, "", "The solver definition (solver prototxt). Required.");
 DEFINE_string(snapshot, "",
               "A .solverstate (or .solverstate.h5) to resume training from. Cannot be combined "
               "with --weights.");
+DEFINE_string(resume, "",
+              "auto: resume from the newest complete snapshot under the solver's "
+              "snapshot_prefix, or start from iteration 0 when there is none (a job that "
+              "requeues itself); empty: only --snapshot resumes.");
+DEFINE_bool(snapshot_prefix_from_job, false,
+            "Inside a Slurm job: snapshot_prefix becomes <snapshot_prefix>_job<SLURM_JOB_ID>, "
+            "so that every job's snapshots are its own and a requeued job finds its own.");
 DEFINE_string(sigint_effect, "stop",
               "What SIGINT and SIGTERM do: stop (snapshot when snapshot_after_train, then "
               "exit), snapshot (write a snapshot and go on) or none.");
@@ -71,6 +86,11 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
   DOPPIO_ENSURE(!FLAGS_solver.empty()) << "train: --solver is required (the solver prototxt)";
   DOPPIO_ENSURE(FLAGS_snapshot.empty() || FLAGS_weights.empty())
       << "train: give --snapshot to resume training or --weights to fine-tune, not both";
+  DOPPIO_ENSURE(FLAGS_resume.empty() || FLAGS_resume == "auto")
+      << "train: --resume='" << FLAGS_resume
+      << "': give --resume=auto (the newest snapshot), or --snapshot=FILE for a given one";
+  DOPPIO_ENSURE(FLAGS_resume.empty() || FLAGS_snapshot.empty())
+      << "train: give --resume=auto or --snapshot=" << FLAGS_snapshot << ", not both";
   options->sync = ParseSyncMode(FLAGS_sync);
   options->lr_scaling = ParseLrScaling(FLAGS_lr_scaling);
   DOPPIO_ENSURE(FLAGS_bucket_mb > 0)
@@ -92,6 +112,15 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
 
   SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
   UpgradeSnapshotPrefix(FLAGS_solver, &solver_param);
+  const std::optional<SlurmJob> job = SlurmJobFromEnvironment();
+  if (FLAGS_snapshot_prefix_from_job) {
+    DOPPIO_ENSURE(job.has_value())
+        << "train: --snapshot_prefix_from_job needs a Slurm job (SLURM_JOB_ID is not set); "
+           "outside Slurm, set snapshot_prefix in "
+        << FLAGS_solver;
+    solver_param.set_snapshot_prefix(JobSnapshotPrefix(solver_param.snapshot_prefix(), *job));
+    LOG(INFO) << "snapshot_prefix of " << Describe(*job) << ": " << solver_param.snapshot_prefix();
+  }
   // Caffe's layer_wise_reduce: false reduces the gradients only after backward, which is
   // --sync=blocking; true (its default) is what overlap and reduce_bcast already do.
   if (solver_param.has_layer_wise_reduce() && !solver_param.layer_wise_reduce()) {
@@ -131,6 +160,38 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
   return solver_param;
 }
 
+// --resume=auto on rank 0: the newest complete snapshot, or "" to start afresh; each start is
+// recorded, and the same start again and again reported as a requeue loop.
+std::string NewestSnapshotToResume(const SolverParameter& solver_param) {
+  const std::string& prefix = solver_param.snapshot_prefix();
+  std::vector<std::string> passed_over;
+  const std::optional<FoundSnapshot> found = NewestCompleteSnapshot(prefix, &passed_over);
+  for (const std::string& reason : passed_over) {
+    LOG(WARNING) << "--resume=auto: passing over an incomplete snapshot: " << reason;
+  }
+  if (found) {
+    LOG(INFO) << "--resume=auto: the newest complete snapshot under snapshot_prefix '" << prefix
+              << "' is " << found->state_file << " (iteration " << found->iter << ")";
+  } else {
+    LOG(INFO) << "--resume=auto: no snapshot under snapshot_prefix '" << prefix
+              << "' yet: training starts from iteration 0";
+  }
+  const int iter = found ? found->iter : 0;
+  const std::optional<SlurmJob> job = SlurmJobFromEnvironment();
+  ResumeHistory history(prefix);
+  const int in_a_row =
+      history.Record(iter, job ? Describe(*job) : "process " + std::to_string(getpid()));
+  // Three runs in a row that began here and ended without a newer snapshot.
+  if (in_a_row > 3) {
+    LOG(WARNING) << "Requeue loop: this is start " << in_a_row << " in a row from iteration "
+                 << iter << " (" << history.path() << "): the " << in_a_row - 1
+                 << " runs before it ended before writing a newer snapshot. Snapshot more "
+                    "often (the solver's snapshot interval), give the job more time before "
+                    "its signal, or look at why those runs ended.";
+  }
+  return found ? found->state_file : "";
+}
+
 ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   const int size = comm->size();
   // Flags and files are read on every rank; a rank that fails stops them all.
@@ -140,16 +201,26 @@ ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   bool ok = true;
   std::string error;
   ExitCode code = ExitCode::kUserError;
+  std::string resume_file = FLAGS_snapshot;
   try {
     sigint_effect = ParseSolverAction(FLAGS_sigint_effect, "sigint_effect");
     sighup_effect = ParseSolverAction(FLAGS_sighup_effect, "sighup_effect");
     solver_param = TrainingParameters(*comm, &options);
+    if (comm->rank() == 0) {
+      if (const std::optional<SlurmJob> job = SlurmJobFromEnvironment()) {
+        LOG(INFO) << Describe(*job);
+      }
+      if (FLAGS_resume == "auto") resume_file = NewestSnapshotToResume(solver_param);
+    }
   } catch (const Error& caught) {
     ok = false;
     error = caught.what();
     code = caught.code();
   }
   AgreeOnFailure(*comm, ok, error, "start training", code);
+  // Only rank 0 sees the snapshots (docs/multi_node.md); the others learn whether to resume.
+  if (FLAGS_resume == "auto" && size > 1) comm->BroadcastBytes(&resume_file, 0, "resume file");
+  if (!resume_file.empty()) solver_param.clear_weights();
   // Gradients on GPUs travel through NCCL when every rank has its own, else through MPI
   // staged in pinned host memory.
   if (options.gpu && size > 1) comm = MakeGpuCommunicator(comm, options.gpu);
@@ -158,9 +229,9 @@ ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   DistributedSolver<float> trainer(solver_param, comm, options, ToolFaultInjection());
   trainer.SetActionFunction(signal_handler.GetActionFunction());
   trainer.solver()->set_allow_nonfinite(FLAGS_allow_nonfinite);
-  if (!FLAGS_snapshot.empty()) LOG(INFO) << "Resuming from " << FLAGS_snapshot;
+  if (!resume_file.empty()) LOG(INFO) << "Resuming from " << resume_file;
   LOG(INFO) << "Starting Optimization";
-  trainer.Solve(FLAGS_snapshot);
+  trainer.Solve(resume_file);
   std::vector<const Net<float>*> nets = {trainer.solver()->net().get()};
   for (const auto& test_net : trainer.solver()->test_nets()) nets.push_back(test_net.get());
   LogMemoryReport(nets, options.gpu.get());

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <utility>
 
 #include "doppio/util/error.hpp"
 #include "doppio/util/math_functions.hpp"
+#include "slurm_job.hpp"
 
 namespace doppio {
 
@@ -25,7 +27,16 @@ LocalRanks LocalRanksFromLauncher() {
     if (rank == nullptr) continue;
     local.rank = std::max(0, std::atoi(rank));
     const char* size = std::getenv(names.second);
-    local.size = std::max(local.rank + 1, size != nullptr ? std::atoi(size) : 0);
+    int ranks = size != nullptr ? std::atoi(size) : 0;
+    // srun sets SLURM_NTASKS_PER_NODE only when the job asked for --ntasks-per-node; the
+    // count of this node's tasks is always in SLURM_TASKS_PER_NODE.
+    const char* slurm_tasks = std::getenv("SLURM_TASKS_PER_NODE");
+    const char* slurm_node = std::getenv("SLURM_NODEID");
+    if (ranks <= 0 && std::string(names.first) == "SLURM_LOCALID" && slurm_tasks != nullptr &&
+        slurm_node != nullptr) {
+      ranks = SlurmTasksOnNode(slurm_tasks, std::atoi(slurm_node));
+    }
+    local.size = std::max(local.rank + 1, ranks);
     break;
   }
   return local;
