@@ -11,6 +11,7 @@
 #                                           --slurm: and a Slurm over the hosts (docs/slurm.md)
 #   scripts/cluster.sh slurm CMD...         a Slurm command (sbatch, srun, squeue, scontrol, ...)
 #                                           inside host 0
+#   scripts/cluster.sh install-slurm        install Debian's Slurm and munge where missing
 #   scripts/cluster.sh run [MPIRUN ARGS] CMD...   mpirun inside host 0 over the N hosts
 #   scripts/cluster.sh exec H CMD...        run a command inside host H
 #   scripts/cluster.sh link H down|up       pull or plug host H's cable (the switch port)
@@ -392,11 +393,12 @@ main() {
     exec) cmd_exec "$@" ;;
     link) cmd_link "$@" ;;
     slurm) cmd_slurm "$@" ;;
+    install-slurm) check_privileges && slurm_install ;;
     pids) cmd_pids "$@" ;;
     status) cmd_status "$@" ;;
     -h | --help | help) usage ;;
     "") usage 1 ;;
-    *) die "unknown command '$cmd' (up, down, run, exec, link, slurm, pids, status)" ;;
+    *) die "unknown command '$cmd' (up, down, run, exec, link, slurm, install-slurm, pids, status)" ;;
   esac
 }
 

@@ -600,18 +600,21 @@ CASES = {
 }
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
+def parse_arguments(cases, doc):
+    parser = argparse.ArgumentParser(description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=sorted(CASES))
+    parser.add_argument("case", choices=sorted(cases))
     parser.add_argument("--source", required=True, help="the source tree")
     parser.add_argument("--build", required=True, help="the build tree (tools/doppio)")
     parser.add_argument("--deadline", type=float, default=0,
                         help="ctest's TIMEOUT: the case gives up (and cleans up) before it")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    reason = skip_reason()
+
+def run_case(args, cases, case_class=None, why_skip=skip_reason):
+    """Runs one case within its deadline, removes its clusters; the exit status."""
+    reason = why_skip()
     if reason is not None:
         print(f"cluster test {args.case} skipped: {reason}", flush=True)
         return SKIP
@@ -629,11 +632,11 @@ def main():
         signal.signal(signal.SIGALRM, on_deadline)
         signal.alarm(int(args.deadline - 8))
 
-    case = Case(args)
+    case = (case_class or Case)(args)
     start = time.monotonic()
     status = 0
     try:
-        CASES[args.case](case)
+        cases[args.case](case)
     except (Failure, DeadlineReached, subprocess.CalledProcessError) as error:
         print(f"FAILED: {args.case}: {error}", flush=True)
         status = 1
@@ -645,6 +648,10 @@ def main():
     log(f"{args.case}: {'passed' if status == 0 else 'FAILED'} in "
         f"{time.monotonic() - start:.1f} s")
     return status
+
+
+def main():
+    return run_case(parse_arguments(CASES, __doc__), CASES)
 
 
 if __name__ == "__main__":
