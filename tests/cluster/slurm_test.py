@@ -140,8 +140,10 @@ class SlurmCase(ct.Case):
             if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
                          "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"):
                 return job
+            # Released early, the new run must not meet the last run's steps still ending (its
+            # step 0 would be the same step as theirs): Slurm's delay is there for that.
             if (release and state == "PENDING" and job.get("Reason") == "BeginTime" and
-                    job.get("Restarts") not in released):
+                    job.get("Restarts") not in released and not steps_running(job_id)):
                 released.add(job.get("Restarts"))
                 cluster.slurm("scontrol", "update", f"JobId={job_id}", "StartTime=now")
                 log(f"job {job_id} requeued (restart {job.get('Restarts')}): released now "
@@ -149,6 +151,12 @@ class SlurmCase(ct.Case):
             time.sleep(0.2)
         raise Failure(f"job {job_id} still {cluster.job(job_id).get('JobState')} after "
                       f"{timeout} s")
+
+
+def steps_running(job_id):
+    """Whether a slurmstepd of the job is still running (a step being torn down)."""
+    out = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
+    return any(l.startswith(f"slurmstepd: [{job_id}.") for l in out.splitlines())
 
 
 def read_tail(path, lines=60):
@@ -264,7 +272,7 @@ def case_requeue(case):
     first_run = read(output).split("exit code 5: requeueing")[0]
     snapshots = re.findall(r"Snapshotting solver state to .*? file (\S+_iter_(\d+)\.solverstate)",
                            first_run)
-    check(snapshots and "Caught SIGINT or SIGTERM" in first_run,
+    check(snapshots and "Optimization stopped early." in first_run,
           f"no snapshot after the signal:\n{first_run[-4000:]}")
     stop = snapshots[-1]
     job = case.wait_done(cluster, job_id, 150)
