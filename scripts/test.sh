@@ -35,6 +35,11 @@ step "layering check" python3 scripts/check_layering.py
 # run on): the build proves they compile, and no GPU runs them here.
 export DOPPIO_CUDA_ARCHITECTURES="${DOPPIO_CUDA_ARCHITECTURES:-90}"
 step "packages and build (build/)" scripts/setup.sh "$@"
+# The Slurm cluster tests (tests/cluster/slurm_test.py) need Debian's Slurm; as root (which
+# the namespace cluster needs anyway) it is installed where missing, elsewhere they skip.
+if [ "$(id -u)" -eq 0 ]; then
+  step "Slurm packages (cluster tests)" scripts/cluster.sh install-slurm
+fi
 step "tests (build/)" ctest --test-dir build --output-on-failure -j "$jobs"
 
 # Every fuzz target for a short while under ASan and UBSan (docs/fuzzing.md); the normal

@@ -43,12 +43,16 @@ GpuRequest ParseGpuRequest(const std::string& text) {
   return request;
 }
 
-int PickLocalGpu(const GpuRequest& request, int local_rank, int local_size, int device_count) {
+int PickLocalGpu(const GpuRequest& request, int local_rank, int local_size, int device_count,
+                 bool visible_per_rank) {
   DOPPIO_ENSURE(!request.empty()) << "PickLocalGpu: --gpu names no device";
   DOPPIO_ENSURE(local_rank >= 0 && local_rank < local_size)
       << "local rank " << local_rank << " of " << local_size << " ranks on this node";
   if (request.all) {
     DOPPIO_ENSURE(device_count > 0) << "--gpu=all given, but this node has no CUDA device";
+    // Two ranks given the same GPU after all are found by its PCI location and exchange
+    // through host memory (ChooseDeviceCommPath).
+    if (visible_per_rank && device_count == 1) return 0;
     DOPPIO_ENSURE(local_size <= device_count)
         << "--gpu=all: " << local_size << " ranks run on this node but it has only " << device_count
         << " GPU" << (device_count == 1 ? "" : "s")

@@ -118,8 +118,8 @@ void CheckWeightsMatchNet(const Net<Dtype>& net, const NetParameter& weights,
     if (layer.blobs().empty()) continue;
     auto it = shapes.find(layer.name());
     DOPPIO_ENSURE(it != shapes.end() && occurrence < it->second.size())
-        << origin << different << ": it has no layer '" << label << "', which net '"
-        << net.name() << "' has";
+        << origin << different << ": it has no layer '" << label << "', which net '" << net.name()
+        << "' has";
     const BlobShapes& file_blobs = it->second[occurrence];
     const auto& blobs = layer.blobs();
     DOPPIO_ENSURE(file_blobs.size() == blobs.size())
@@ -127,9 +127,9 @@ void CheckWeightsMatchNet(const Net<Dtype>& net, const NetParameter& weights,
         << " blobs there but " << blobs.size() << " in net '" << net.name() << "'";
     for (std::size_t k = 0; k < blobs.size(); ++k) {
       DOPPIO_ENSURE(file_blobs[k] == blobs[k]->shape())
-          << origin << different << ": blob " << k << " of layer '" << label
-          << "' has shape " << ShapeString(file_blobs[k]) << " there but "
-          << blobs[k]->shape_string() << " in net '" << net.name() << "'";
+          << origin << different << ": blob " << k << " of layer '" << label << "' has shape "
+          << ShapeString(file_blobs[k]) << " there but " << blobs[k]->shape_string() << " in net '"
+          << net.name() << "'";
     }
   }
   for (const auto& entry : shapes) {
@@ -137,9 +137,8 @@ void CheckWeightsMatchNet(const Net<Dtype>& net, const NetParameter& weights,
     for (std::size_t k = 0; k < entry.second.size(); ++k) {
       if (entry.second[k].empty()) continue;
       DOPPIO_ENSURE(it != net_layers.end() && k < it->second.size() && it->second[k])
-          << origin << different << ": it holds weights for "
-          << (k == 0 ? "" : "another ") << "layer '" << entry.first << "', which net '"
-          << net.name() << "' does not have";
+          << origin << different << ": it holds weights for " << (k == 0 ? "" : "another ")
+          << "layer '" << entry.first << "', which net '" << net.name() << "' does not have";
     }
   }
 }

@@ -42,6 +42,15 @@ TEST(PickLocalGpu, AllWithMoreLocalRanksThanGpusIsAClearError) {
   ExpectError([&] { PickLocalGpu(all, 0, 1, 0); }, {"no CUDA device"});
 }
 
+// Slurm's --gpus-per-task: every rank sees only its own GPU, as device 0.
+TEST(PickLocalGpu, AllTakesTheOneDeviceALauncherMadeVisibleToTheRank) {
+  const GpuRequest all = ParseGpuRequest("all");
+  for (int rank = 0; rank < 4; ++rank) EXPECT_EQ(PickLocalGpu(all, rank, 4, 1, true), 0);
+  EXPECT_EQ(PickLocalGpu(all, 1, 2, 2, true), 1);
+  ExpectError([&] { PickLocalGpu(all, 2, 3, 2, true); }, {"only 2 GPUs"});
+  ExpectError([&] { PickLocalGpu(all, 1, 2, 1, false); }, {"only 1 GPU"});
+}
+
 TEST(PickLocalGpu, ListIsTakenByLocalRank) {
   const GpuRequest list = ParseGpuRequest("2,0");
   EXPECT_EQ(PickLocalGpu(list, 0, 2, 4), 2);

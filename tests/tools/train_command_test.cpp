@@ -188,8 +188,8 @@ TEST_F(TrainCommandTest, ResumeAutoTakesTheNewestCompleteSnapshot) {
   WriteText(Path("snap/cli_iter_30.solverstate"), "\x08");
   const auto second = Train({"--solver=" + solver, "--resume=auto"});
   ASSERT_EQ(second.exit_code, 0) << second.output;
-  EXPECT_CONTAINS(second.output, "passing over an incomplete snapshot: " +
-                                     Path("snap/cli_iter_30.solverstate"));
+  EXPECT_CONTAINS(second.output,
+                  "passing over an incomplete snapshot: " + Path("snap/cli_iter_30.solverstate"));
   EXPECT_CONTAINS(second.output, "is " + Path("snap/cli_iter_10.solverstate") + " (iteration 10)");
   EXPECT_CONTAINS(second.output, "Resuming from " + Path("snap/cli_iter_10.solverstate"));
   EXPECT_EQ(second.output.find("Iteration 5, loss"), std::string::npos);
@@ -214,10 +214,11 @@ TEST_F(TrainCommandTest, ResumeAutoTakesTheNewestCompleteSnapshot) {
 // What a Slurm job's tasks see: the job in the log, and with --snapshot_prefix_from_job a
 // snapshot prefix of its own, found again after a requeue.
 TEST_F(TrainCommandTest, ASlurmJobIsLoggedAndNamesItsSnapshots) {
-  const std::map<std::string, std::string> slurm = {
-      {"SLURM_JOB_ID", "77"},         {"SLURM_JOB_NAME", "lenet"},
-      {"SLURM_RESTART_COUNT", "2"},   {"SLURM_JOB_NUM_NODES", "1"},
-      {"SLURM_JOB_NODELIST", "node7"}};
+  const std::map<std::string, std::string> slurm = {{"SLURM_JOB_ID", "77"},
+                                                    {"SLURM_JOB_NAME", "lenet"},
+                                                    {"SLURM_RESTART_COUNT", "2"},
+                                                    {"SLURM_JOB_NUM_NODES", "1"},
+                                                    {"SLURM_JOB_NODELIST", "node7"}};
   const std::string solver = Solver("snapshot: 10");
   const auto result = Train({"--solver=" + solver, "--snapshot_prefix_from_job"}, slurm);
   ASSERT_EQ(result.exit_code, 0) << result.output;
@@ -231,10 +232,9 @@ TEST_F(TrainCommandTest, ASlurmJobIsLoggedAndNamesItsSnapshots) {
   ASSERT_EQ(requeued.exit_code, 0) << requeued.output;
   EXPECT_CONTAINS(requeued.output, "Resuming from " + Path("snap/cli_job77_iter_10.solverstate"));
   // A task of a job array, and outside Slurm.
-  const auto array = Train({"--solver=" + solver, "--snapshot_prefix_from_job", "--iterations=1"},
-                           {{"SLURM_JOB_ID", "80"},
-                            {"SLURM_ARRAY_JOB_ID", "78"},
-                            {"SLURM_ARRAY_TASK_ID", "3"}});
+  const auto array =
+      Train({"--solver=" + solver, "--snapshot_prefix_from_job", "--iterations=1"},
+            {{"SLURM_JOB_ID", "80"}, {"SLURM_ARRAY_JOB_ID", "78"}, {"SLURM_ARRAY_TASK_ID", "3"}});
   ASSERT_EQ(array.exit_code, 0) << array.output;
   EXPECT_CONTAINS(array.output, "Slurm job 78_3 (first run)");
   EXPECT_TRUE(Exists("snap/cli_job78_3_iter_1.caffemodel"));

@@ -124,7 +124,11 @@ std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local) {
     DOPPIO_ENSURE(count > 0) << "--gpu=all given, but " << GpuUnavailableReason()
                              << "; run without --gpu to use the CPU";
   }
-  return GpuContext::Create(PickLocalGpu(request, local.rank, local.size, count), options);
+  // Set per task by Slurm's --gpus-per-task / --gpu-bind; set for the node by a user, it
+  // names more GPUs than one, or is shared, which the PCI check finds.
+  const bool visible_per_rank = std::getenv("CUDA_VISIBLE_DEVICES") != nullptr;
+  return GpuContext::Create(PickLocalGpu(request, local.rank, local.size, count, visible_per_rank),
+                            options);
 }
 
 }  // namespace doppio

@@ -49,8 +49,8 @@ int SlurmTasksOnNode(const std::string& tasks_per_node, int node_id) {
   static const std::regex group(R"((\d+)(\(x(\d+)\))?(,|$))");
   int first_node = 0;
   std::size_t at = 0;
-  for (std::sregex_iterator it(tasks_per_node.begin(), tasks_per_node.end(), group), end;
-       it != end; ++it) {
+  for (std::sregex_iterator it(tasks_per_node.begin(), tasks_per_node.end(), group), end; it != end;
+       ++it) {
     if (static_cast<std::size_t>(it->position()) != at) return 0;
     at += it->length();
     const int tasks = std::stoi((*it)[1]);

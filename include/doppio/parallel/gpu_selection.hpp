@@ -27,8 +27,11 @@ GpuRequest ParseGpuRequest(const std::string& text);
 // GPUs is an Error that says so. A list: local rank i takes entry i (modulo the length, so
 // that a shorter list makes ranks share GPUs, as "--gpu=0" does for every rank). An id the
 // node does not have is an Error; with no device at all the id is returned as it is, for
-// GpuContext::Create to report why there is none.
-int PickLocalGpu(const GpuRequest& request, int local_rank, int local_size, int device_count);
+// GpuContext::Create to report why there is none. `visible_per_rank`: the launcher set each
+// rank's CUDA_VISIBLE_DEVICES (Slurm's --gpus-per-task or --gpu-bind); then with `all` a rank
+// that sees one device takes it, however many ranks share the node.
+int PickLocalGpu(const GpuRequest& request, int local_rank, int local_size, int device_count,
+                 bool visible_per_rank = false);
 
 // Where each rank runs: its node (a hash of the host name), its CUDA device index (for
 // messages) and that device's PCI location (PciBusIdKey). The index alone cannot tell
