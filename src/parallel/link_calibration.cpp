@@ -76,113 +76,60 @@ std::vector<double> Sizes(double max_bytes) {
   return sizes;
 }
 
-}  // namespace
-
-LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats, int shared_cores) {
-  DOPPIO_ENSURE(comm->size() >= 2)
-      << "--calibrate measures the links between ranks: run it under an MPI launcher with at "
-         "least 2 ranks (mpirun -np 2 doppio scale --calibrate)";
-  DOPPIO_ENSURE(max_bytes >= 1024) << "--calibrate_max_mb must be at least 1 KB";
-  DOPPIO_ENSURE(repeats >= 1) << "--calibrate_repeats must be positive";
-  DOPPIO_ENSURE(shared_cores >= 0) << "--shared_cores must not be negative";
-  LinkCalibration result;
-  result.ranks = comm->size();
-  const std::vector<double> sizes = Sizes(max_bytes);
+// One-way times between ranks 0 and 1: half a round trip.
+std::vector<CalibrationPoint> PingPongSweep(Communicator* comm, const std::vector<double>& sizes,
+                                            int repeats) {
   std::vector<char> buffer(static_cast<std::size_t>(sizes.back()), 1);
   std::vector<char> received(buffer.size());
-
+  std::vector<CalibrationPoint> points;
   for (double bytes : sizes) {
     const double round_trip = MedianSlowest(comm, repeats, [&] {
       Send(comm, &buffer, &received, static_cast<std::size_t>(bytes), 1, 0);
       Send(comm, &buffer, &received, static_cast<std::size_t>(bytes), 0, 1);
     });
-    result.ping_pong.push_back({bytes, round_trip / 2, 0});
+    points.push_back({bytes, round_trip / 2, 0});
   }
-  // alpha: the fastest of the small messages (up to 16 KB, where the bytes cost next to
-  // nothing: on a busy machine one of them can be slowed down many times); beta: the slope
-  // of the larger ones above alpha.
-  LinkCost link;
-  link.alpha = result.ping_pong.front().seconds;
-  for (const auto& point : result.ping_pong) {
-    if (point.bytes <= 16384) link.alpha = std::min(link.alpha, point.seconds);
-  }
-  double slope_num = 0, slope_den = 0;
-  for (const auto& point : result.ping_pong) {
-    if (point.bytes < 1024) continue;
-    slope_num += point.bytes * (point.seconds - link.alpha);
-    slope_den += point.bytes * point.bytes;
-  }
-  link.beta = std::max(0.0, slope_den > 0 ? slope_num / slope_den : 0.0);
-  // beta by size: what each message from 64 KB up took beyond alpha, per byte (below, alpha
-  // is all there is to see).
-  for (const auto& point : result.ping_pong) {
-    if (point.bytes < kMinBetaCurveBytes) continue;
-    link.beta_curve.push_back(
-        {point.bytes, std::max(0.0, point.seconds - link.alpha) / point.bytes});
-  }
+  return points;
+}
 
+// Every rank's in-place allreduce, as GradientSync issues it, or rank 0's broadcast, as
+// GradientSync sends the weights.
+std::vector<CalibrationPoint> CollectiveSweep(Communicator* comm, CollectiveKind kind,
+                                              const std::vector<double>& sizes, int repeats) {
   std::vector<float> gradients(static_cast<std::size_t>(sizes.back() / sizeof(float)), 1.f);
+  std::vector<CalibrationPoint> points;
   for (double bytes : sizes) {
     const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / 4);
     const double seconds = MedianSlowest(comm, repeats, [&] {
-      comm->Allreduce(gradients.data(), count, CommType::kFloat, ReduceOp::kSum,
-                      "calibration: allreduce");
+      if (kind == CollectiveKind::kAllreduce) {
+        comm->Allreduce(gradients.data(), count, CommType::kFloat, ReduceOp::kSum,
+                        "calibration: allreduce");
+      } else {
+        comm->IBroadcast(gradients.data(), count, CommType::kFloat, 0, MemoryKind::kHost,
+                         "calibration: broadcast")
+            ->Wait();
+      }
     });
-    result.allreduce.push_back({count * 4.0, seconds, 0});
+    points.push_back({count * 4.0, seconds, 0});
   }
-  // gamma: the allreduce's time beyond its alpha-beta cost, against the bytes reduced on the
-  // way: the least-squares slope through the origin, which the large allreduces (where the
-  // summing counts) set, as they set beta.
-  LinkCost reduce_only;
-  reduce_only.gamma = 1;
-  double gamma_num = 0, gamma_den = 0;
-  for (const auto& point : result.allreduce) {
-    const double moved = CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce,
-                                           point.bytes, result.ranks, link);
-    const double reduced =
-        CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, point.bytes,
-                          result.ranks, reduce_only);
-    gamma_num += reduced * (point.seconds - moved);
-    gamma_den += reduced * reduced;
-  }
-  link.gamma = std::max(0.0, gamma_den > 0 ? gamma_num / gamma_den : 0.0);
+  return points;
+}
 
-  // The broadcast from rank 0, as GradientSync sends the weights: the share of beta its bytes
-  // cost on the root's link, the least-squares slope of its time beyond alpha against the
-  // model's wire time (the largest sizes set it).
-  double factor_num = 0, factor_den = 0;
-  LinkCost latency_only, wire_only;
-  latency_only.alpha = link.alpha;
-  wire_only.beta = link.beta;
-  for (double bytes : sizes) {
-    const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / 4);
-    const double seconds = MedianSlowest(comm, repeats, [&] {
-      comm->IBroadcast(gradients.data(), count, CommType::kFloat, 0, MemoryKind::kHost,
-                       "calibration: broadcast")
-          ->Wait();
-    });
-    const CalibrationPoint point{count * 4.0, seconds, 0};
-    result.broadcast.push_back(point);
-    const auto broadcast = [&](const LinkCost& cost) {
-      return CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, point.bytes,
-                               result.ranks, cost);
-    };
-    const double wire = broadcast(wire_only);
-    factor_num += wire * (point.seconds - broadcast(latency_only));
-    factor_den += wire * wire;
-  }
-  if (factor_den > 0 && factor_num > 0) link.broadcast_factor = factor_num / factor_den;
-
-  // The stretch of a spin by one allreduce of each size from 64 KB up. The spin lasts about
-  // three of those allreduces, so that it ends while every rank still computes; every rank
-  // spins the same number of rounds.
+// The stretch of a spin by one allreduce of each size from 64 KB up (and the largest). The
+// spin lasts about three of those allreduces, so that it ends while every rank still
+// computes; every rank spins the same number of rounds.
+std::vector<SpinPoint> SpinSweep(Communicator* comm, const std::vector<CalibrationPoint>& allreduce,
+                                 int repeats) {
+  std::vector<float> gradients(static_cast<std::size_t>(allreduce.back().bytes / sizeof(float)),
+                               1.f);
   volatile double sink = 0;
   constexpr long kProbeRounds = 2000000;
   double start = CommClockSeconds();
   sink = sink + Spin(comm, kProbeRounds);
   const double probe = std::max(Slowest(comm, CommClockSeconds() - start), 1e-6);
-  for (const CalibrationPoint& point : result.allreduce) {
-    if (point.bytes < kMinCpuCurveBytes && point.bytes < result.allreduce.back().bytes) continue;
+  std::vector<SpinPoint> points;
+  for (const CalibrationPoint& point : allreduce) {
+    if (point.bytes < kMinCpuCurveBytes && point.bytes < allreduce.back().bytes) continue;
     const std::size_t count = static_cast<std::size_t>(point.bytes / sizeof(float));
     const double target = std::max(kMinSpinSeconds, 3 * point.seconds);
     const long rounds = static_cast<long>(kProbeRounds * target / probe);
@@ -212,23 +159,122 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
     spin.bytes = point.bytes;
     spin.spin_seconds = Median(alone);
     spin.stretch_seconds = std::max(0.0, Median(stretch));
-    spin.bytes_sent = CollectiveBytesSent(CollectiveKind::kAllreduce, point.bytes, result.ranks);
-    result.spins.push_back(spin);
-    link.cpu_curve.push_back({spin.bytes, spin.stretch_seconds * shared_cores / spin.bytes_sent});
+    spin.bytes_sent = CollectiveBytesSent(CollectiveKind::kAllreduce, point.bytes, comm->size());
+    points.push_back(spin);
   }
+  return points;
+}
+
+}  // namespace
+
+LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats, int shared_cores) {
+  DOPPIO_ENSURE(comm->size() >= 2)
+      << "--calibrate measures the links between ranks: run it under an MPI launcher with at "
+         "least 2 ranks (mpirun -np 2 doppio scale --calibrate)";
+  DOPPIO_ENSURE(max_bytes >= 1024) << "--calibrate_max_mb must be at least 1 KB";
+  DOPPIO_ENSURE(repeats >= 1) << "--calibrate_repeats must be positive";
+  DOPPIO_ENSURE(shared_cores >= 0) << "--shared_cores must not be negative";
+  LinkCalibration result;
+  result.ranks = comm->size();
+  const std::vector<double> sizes = Sizes(max_bytes);
+  LinkCost& link = result.link;
+  result.ping_pong = PingPongSweep(comm, sizes, repeats);
+  FitAlphaBeta(result.ping_pong, &link);
+  result.allreduce = CollectiveSweep(comm, CollectiveKind::kAllreduce, sizes, repeats);
+  link.gamma = FitGamma(result.allreduce, result.ranks, link);
+  result.broadcast = CollectiveSweep(comm, CollectiveKind::kBroadcast, sizes, repeats);
+  link.broadcast_factor = FitBroadcastFactor(result.broadcast, result.ranks, link);
+  result.spins = SpinSweep(comm, result.allreduce, repeats);
+  link.cpu_curve = FitCpuCurve(result.spins, shared_cores);
   link.cpu = link.cpu_curve.back().cpu;
   link.shared_cores = shared_cores;
-  result.link = link;
-  for (auto& point : result.ping_pong) point.predicted = link.alpha + point.bytes * link.beta;
-  for (auto& point : result.broadcast) {
-    point.predicted = CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast,
-                                        point.bytes, result.ranks, link);
-  }
-  for (auto& point : result.allreduce) {
-    point.predicted = CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce,
-                                        point.bytes, result.ranks, link);
-  }
+  PredictCalibrationPoints(&result);
   return result;
+}
+
+void FitAlphaBeta(const std::vector<CalibrationPoint>& ping_pong, LinkCost* link) {
+  DOPPIO_ENSURE(!ping_pong.empty()) << "FitAlphaBeta: no ping-pong point";
+  link->alpha = ping_pong.front().seconds;
+  for (const auto& point : ping_pong) {
+    if (point.bytes <= 16384) link->alpha = std::min(link->alpha, point.seconds);
+  }
+  double num = 0, den = 0;
+  for (const auto& point : ping_pong) {
+    if (point.bytes < 1024) continue;
+    num += point.bytes * (point.seconds - link->alpha);
+    den += point.bytes * point.bytes;
+  }
+  link->beta = std::max(0.0, den > 0 ? num / den : 0.0);
+  link->beta_curve.clear();
+  for (const auto& point : ping_pong) {
+    if (point.bytes < kMinBetaCurveBytes) continue;
+    link->beta_curve.push_back(
+        {point.bytes, std::max(0.0, point.seconds - link->alpha) / point.bytes});
+  }
+}
+
+double FitGamma(const std::vector<CalibrationPoint>& allreduce, int ranks, const LinkCost& link) {
+  LinkCost moving = link;
+  moving.gamma = 0;
+  LinkCost reduce_only;
+  reduce_only.gamma = 1;
+  double num = 0, den = 0;
+  for (const auto& point : allreduce) {
+    const auto seconds = [&](const LinkCost& cost) {
+      return CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, point.bytes,
+                               ranks, cost);
+    };
+    const double reduced = seconds(reduce_only);
+    num += reduced * (point.seconds - seconds(moving));
+    den += reduced * reduced;
+  }
+  return std::max(0.0, den > 0 ? num / den : 0.0);
+}
+
+double FitBroadcastFactor(const std::vector<CalibrationPoint>& broadcast, int ranks,
+                          const LinkCost& link) {
+  LinkCost latency_only, wire_only;
+  latency_only.alpha = link.alpha;
+  wire_only.beta = link.beta;
+  double num = 0, den = 0;
+  for (const auto& point : broadcast) {
+    const auto seconds = [&](const LinkCost& cost) {
+      return CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, point.bytes,
+                               ranks, cost);
+    };
+    const double wire = seconds(wire_only);
+    num += wire * (point.seconds - seconds(latency_only));
+    den += wire * wire;
+  }
+  return den > 0 && num > 0 ? num / den : 1.0;
+}
+
+std::vector<CpuCostPoint> FitCpuCurve(const std::vector<SpinPoint>& spins, int shared_cores) {
+  DOPPIO_ENSURE(!spins.empty()) << "FitCpuCurve: no spin point";
+  std::vector<CpuCostPoint> curve;
+  for (const SpinPoint& spin : spins) {
+    DOPPIO_ENSURE(spin.bytes_sent > 0) << "FitCpuCurve: a spin point sent no bytes";
+    curve.push_back({spin.bytes, spin.stretch_seconds * shared_cores / spin.bytes_sent});
+  }
+  return curve;
+}
+
+void PredictCalibrationPoints(LinkCalibration* calibration) {
+  const LinkCost& link = calibration->link;
+  for (auto& point : calibration->ping_pong) {
+    point.predicted = link.alpha + point.bytes * BetaPerByte(link, point.bytes);
+  }
+  const auto predict = [&](CollectiveKind kind, std::vector<CalibrationPoint>* points) {
+    for (auto& point : *points) {
+      const double burst =
+          BusiestLinkBytes(CollectiveLibrary::kOpenMpi, kind, point.bytes, calibration->ranks);
+      point.predicted = CollectiveCostOf(CollectiveLibrary::kOpenMpi, kind, point.bytes,
+                                         calibration->ranks, link, burst)
+                            .seconds;
+    }
+  };
+  predict(CollectiveKind::kBroadcast, &calibration->broadcast);
+  predict(CollectiveKind::kAllreduce, &calibration->allreduce);
 }
 
 }  // namespace doppio

@@ -91,20 +91,25 @@ struct PieceCost {
 
 PieceCost OpenMpiRootedPiece(CollectiveKind kind, double bytes, int ranks, const LinkCost& link) {
   const int rounds = CeilLog2(ranks);
+  const RootedAlgorithm algorithm = OpenMpiRootedAlgorithm(kind, bytes, ranks);
   if (kind == CollectiveKind::kReduce) {
-    if (ranks <= 4 && bytes >= kChainMinBytes) {
+    if (algorithm == RootedAlgorithm::kChain) {
       return {ChainReduce(bytes, ranks, link), bytes * (link.beta + link.gamma)};
     }
     return {BinomialReduce(bytes, ranks, link), rounds * bytes * (link.beta + link.gamma)};
   }
   LinkCost fanning_out = link;
   fanning_out.beta *= link.broadcast_factor;
-  if (ranks <= 4) {
-    // Linear: the root sends to every other rank at once.
+  if (algorithm == RootedAlgorithm::kLinear) {
     const double pace = (ranks - 1) * bytes * fanning_out.beta;
     return {link.alpha + pace, pace};
   }
   return {BinomialBroadcast(bytes, ranks, fanning_out), rounds * bytes * fanning_out.beta};
+}
+
+// Open MPI's reduce and broadcast go out in pieces of kMpiRootedPieceBytes, all at once.
+double RootedPieces(double bytes) {
+  return std::max(1.0, std::ceil(bytes / static_cast<double>(kMpiRootedPieceBytes)));
 }
 
 // The value of a curve of (bytes, value) points at `bytes`: linear in log(bytes) between its
@@ -122,6 +127,14 @@ double OnCurve(const std::vector<Point>& curve, double Point::*value, double byt
 }
 
 }  // namespace
+
+RootedAlgorithm OpenMpiRootedAlgorithm(CollectiveKind kind, double piece_bytes, int ranks) {
+  DOPPIO_ENSURE(kind != CollectiveKind::kAllreduce)
+      << "an allreduce is not a rooted collective (MpiEngine runs it as a ring)";
+  if (ranks > 4) return RootedAlgorithm::kBinomialTree;
+  if (kind == CollectiveKind::kBroadcast) return RootedAlgorithm::kLinear;
+  return piece_bytes >= kChainMinBytes ? RootedAlgorithm::kChain : RootedAlgorithm::kBinomialTree;
+}
 
 double RingAllreduceSeconds(double bytes, int ranks, const LinkCost& link) {
   if (ranks <= 1) return 0;
@@ -150,10 +163,15 @@ double BusiestLinkBytes(CollectiveLibrary library, CollectiveKind kind, double b
   if (ranks == 1) return 0;
   if (kind == CollectiveKind::kAllreduce) return 2.0 * (ranks - 1) / ranks * bytes;
   if (library == CollectiveLibrary::kNccl) return bytes;
-  // Up to 4 ranks a chain reduce (a reduce of pieces under kChainMinBytes is a tree even
-  // there, but those carry too few bytes to matter) and a linear broadcast; beyond, trees.
-  if (ranks > 4) return CeilLog2(ranks) * bytes;
-  return kind == CollectiveKind::kReduce ? bytes : (ranks - 1) * bytes;
+  switch (OpenMpiRootedAlgorithm(kind, bytes / RootedPieces(bytes), ranks)) {
+    case RootedAlgorithm::kChain:
+      return bytes;
+    case RootedAlgorithm::kLinear:
+      return (ranks - 1) * bytes;
+    case RootedAlgorithm::kBinomialTree:
+      break;
+  }
+  return CeilLog2(ranks) * bytes;
 }
 
 double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
@@ -176,9 +194,19 @@ double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double 
   // (N-1)/N of it, which adds up to one ring over the whole buffer with alpha paid once per
   // round.
   if (kind == CollectiveKind::kAllreduce) return RingAllreduceSeconds(bytes, ranks, link);
-  const double pieces = std::ceil(bytes / static_cast<double>(kMpiRootedPieceBytes));
+  const double pieces = RootedPieces(bytes);
   const PieceCost piece = OpenMpiRootedPiece(kind, bytes / pieces, ranks, link);
   return piece.alone + (pieces - 1) * piece.pace;
+}
+
+CollectiveCost CollectiveCostOf(CollectiveLibrary library, CollectiveKind kind, double bytes,
+                                int ranks, const LinkCost& link, double burst_bytes) {
+  LinkCost at_size = link;
+  at_size.beta = BetaPerByte(link, burst_bytes);
+  CollectiveCost cost;
+  cost.seconds = CollectiveSeconds(library, kind, bytes, ranks, at_size);
+  cost.core_seconds = CollectiveBytesSent(kind, bytes, ranks) * CpuCostPerByte(link, bytes);
+  return cost;
 }
 
 IterationProfile PlanIteration(const Net<float>& net, double bucket_mb) {
@@ -217,28 +245,24 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
   prediction.iteration = prediction.compute;
   if (ranks == 1 || profile.buckets.empty()) return prediction;
 
-  // The bytes each kind of collective carries in the iteration, and the link each finds.
+  // The bytes each kind of collective puts on the busiest link in the iteration, which set
+  // the beta they all find there.
   double bucket_bytes = 0;
   for (const ModelBucket& bucket : profile.buckets) bucket_bytes += bucket.wire_bytes;
-  const auto link_for = [&](CollectiveKind kind, double iteration_bytes) {
-    LinkCost found = link;
-    found.beta = BetaPerByte(link, BusiestLinkBytes(library, kind, iteration_bytes, ranks));
-    return found;
+  const auto burst = [&](CollectiveKind kind) {
+    const double iteration_bytes =
+        kind == CollectiveKind::kBroadcast                                  ? profile.weight_bytes
+        : kind == CollectiveKind::kAllreduce && mode == SyncMode::kBlocking ? profile.blocking_bytes
+                                                                            : bucket_bytes;
+    return BusiestLinkBytes(library, kind, iteration_bytes, ranks);
   };
-  const LinkCost allreduce_link =
-      link_for(CollectiveKind::kAllreduce,
-               mode == SyncMode::kBlocking ? profile.blocking_bytes : bucket_bytes);
-  const LinkCost reduce_link = link_for(CollectiveKind::kReduce, bucket_bytes);
-  const LinkCost broadcast_link = link_for(CollectiveKind::kBroadcast, profile.weight_bytes);
   const auto cost = [&](CollectiveKind kind, double bytes) {
-    prediction.comm_cpu += CollectiveBytesSent(kind, bytes, ranks) * CpuCostPerByte(link, bytes);
-    const LinkCost& found = kind == CollectiveKind::kAllreduce ? allreduce_link
-                            : kind == CollectiveKind::kReduce  ? reduce_link
-                                                               : broadcast_link;
-    return CollectiveSeconds(library, kind, bytes, ranks, found);
+    return CollectiveCostOf(library, kind, bytes, ranks, link, burst(kind));
   };
   if (mode == SyncMode::kBlocking) {
-    prediction.comm = cost(CollectiveKind::kAllreduce, profile.blocking_bytes);
+    const CollectiveCost allreduce = cost(CollectiveKind::kAllreduce, profile.blocking_bytes);
+    prediction.comm = allreduce.seconds;
+    prediction.comm_cpu = allreduce.core_seconds;
     prediction.iteration = forward + backward + prediction.comm + profile.update;
   } else {
     // When backward has finished layer l: forward, then the backward of layers n-1 .. l.
@@ -259,13 +283,14 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
       DOPPIO_ENSURE(bucket.ready_layer >= 0 && bucket.ready_layer <= layers)
           << "a bucket is completed by layer " << bucket.ready_layer << " of " << layers;
       const double start = std::max(finished[bucket.ready_layer] + delay, stream_free);
-      const double cpu_before = prediction.comm_cpu;
-      const double seconds = cost(kind, bucket.wire_bytes);
+      const CollectiveCost collective = cost(kind, bucket.wire_bytes);
+      prediction.comm_cpu += collective.core_seconds;
+      const double seconds = collective.seconds;
       const double compute_end = forward + backward + delay;
       double shared = 0;
       if (stretch && seconds > 0 && start < compute_end) {
         const double overlapped = std::min(1.0, (compute_end - start) / seconds);
-        shared = overlapped * (prediction.comm_cpu - cpu_before) / link.shared_cores;
+        shared = overlapped * collective.core_seconds / link.shared_cores;
       }
       delay += shared;
       stream_free = start + seconds + shared;
@@ -273,9 +298,10 @@ IterationPrediction PredictIteration(const IterationProfile& profile, SyncMode m
     }
     prediction.iteration = std::max(forward + backward + delay, stream_free) + profile.update;
     if (mode == SyncMode::kReduceBroadcast) {
-      const double broadcast = cost(CollectiveKind::kBroadcast, profile.weight_bytes);
-      prediction.comm += broadcast;
-      prediction.iteration += broadcast;
+      const CollectiveCost broadcast = cost(CollectiveKind::kBroadcast, profile.weight_bytes);
+      prediction.comm_cpu += broadcast.core_seconds;
+      prediction.comm += broadcast.seconds;
+      prediction.iteration += broadcast.seconds;
     }
   }
   if (link.shared_cores > 0) {

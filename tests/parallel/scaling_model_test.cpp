@@ -132,6 +132,62 @@ double NcclIteration(const IterationProfile& profile, SyncMode mode, int ranks,
   return PredictIteration(profile, mode, ranks, CollectiveLibrary::kNccl, link).iteration;
 }
 
+// One choice of algorithm for Open MPI's rooted collectives, which the cost and the busiest
+// link's bytes both follow: a reduce of a piece under 64 KB is a binomial tree even on 2-4
+// ranks (the busiest link then carries log2 N copies, not one).
+TEST(ScalingModel, RootedAlgorithmIsChosenOnceForCostAndLink) {
+  EXPECT_EQ(OpenMpiRootedAlgorithm(CollectiveKind::kReduce, 65536, 4), RootedAlgorithm::kChain);
+  EXPECT_EQ(OpenMpiRootedAlgorithm(CollectiveKind::kReduce, 65535, 4),
+            RootedAlgorithm::kBinomialTree);
+  EXPECT_EQ(OpenMpiRootedAlgorithm(CollectiveKind::kBroadcast, 100, 4), RootedAlgorithm::kLinear);
+  EXPECT_EQ(OpenMpiRootedAlgorithm(CollectiveKind::kReduce, 1e6, 5),
+            RootedAlgorithm::kBinomialTree);
+  EXPECT_EQ(OpenMpiRootedAlgorithm(CollectiveKind::kBroadcast, 1e6, 5),
+            RootedAlgorithm::kBinomialTree);
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 1000, 4), 2000);
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 1000, 2), 1000);
+  // A reduce of 4 MB and 40 KB: a 4 MB piece (a chain) and a 40 KB one (a tree); the choice
+  // is the pieces' (of equal size, 2 MB each): chains.
+  const double bytes = 4.0 * (1 << 20) + 40000;
+  EXPECT_EQ(BusiestLinkBytes(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, bytes, 4),
+            bytes);
+  // And the cost of a small reduce is the tree's: 2 rounds of alpha + n (beta + gamma) on 4.
+  const LinkCost link = Link(1e-5, 1e-9, 1e-10);
+  EXPECT_NEAR(
+      CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kReduce, 1000, 4, link),
+      2 * (1e-5 + 1000 * 1.1e-9), 1e-15);
+}
+
+// The one function that applies a link's curves: beta at the bytes carried in a row, the CPU
+// cost at the collective's own size.
+TEST(ScalingModel, CollectiveCostAppliesBothCurves) {
+  LinkCost link = Link(1e-5, 1e-9, 0);
+  link.beta_curve = {{1e5, 4e-9}, {1e7, 1e-9}};
+  link.cpu_curve = {{1e5, 3e-9}, {1e7, 1e-9}};
+  link.cpu = 99;  // the curve, not this, is used
+  link.shared_cores = 2;
+  const double n = 1e6;
+  // 1e6 lies half-way (in log) between 1e5 and 1e7: beta 2.5e-9, cpu 2e-9.
+  const CollectiveCost alone =
+      CollectiveCostOf(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, n, 2, link, n);
+  EXPECT_NEAR(alone.seconds, 2 * (1e-5 + 5e5 * 2.5e-9), 1e-12);
+  EXPECT_NEAR(alone.core_seconds, 2 * n * 2e-9, 1e-12);
+  // Carried in a longer burst: the curve's beta there, the same CPU cost.
+  const CollectiveCost burst =
+      CollectiveCostOf(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, n, 2, link, 1e7);
+  EXPECT_NEAR(burst.seconds, 2 * (1e-5 + 5e5 * 1e-9), 1e-12);
+  EXPECT_NEAR(burst.core_seconds, alone.core_seconds, 1e-15);
+  // Without curves it is CollectiveSeconds at the flat beta, and cpu per byte sent.
+  LinkCost flat = Link(1e-5, 1e-9, 0);
+  flat.cpu = 1e-9;
+  const CollectiveCost plain =
+      CollectiveCostOf(CollectiveLibrary::kNccl, CollectiveKind::kBroadcast, n, 3, flat, 123);
+  EXPECT_NEAR(plain.seconds,
+              CollectiveSeconds(CollectiveLibrary::kNccl, CollectiveKind::kBroadcast, n, 3, flat),
+              1e-15);
+  EXPECT_NEAR(plain.core_seconds, 2 * n * 1e-9, 1e-15);
+}
+
 TEST(ScalingModel, OneBucketWaitsForTheWholeBackward) {
   const IterationPrediction p = Predict(ThreeLayers({{20, 0}}), SyncMode::kOverlap);
   EXPECT_NEAR(p.compute, 0.095, 1e-12);

@@ -51,4 +51,24 @@ struct LinkCalibration {
 // size's. link.shared_cores is set to `shared_cores`.
 LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats, int shared_cores);
 
+// The fits CalibrateLink makes of its sweeps, as pure functions of the measured points.
+// alpha: the fastest one-way time of the messages up to 16 KB (on a busy machine one of them
+// can be slowed down many times); beta: the least-squares slope through the origin of the
+// times beyond alpha of the messages from 1 KB; beta_curve: each message's own beta from
+// 64 KB up ((time - alpha) / bytes, at least 0). Sets those three fields of *link.
+void FitAlphaBeta(const std::vector<CalibrationPoint>& ping_pong, LinkCost* link);
+// gamma: the allreduces' time beyond their alpha-beta cost (the algorithm Open MPI runs, at
+// `link`'s flat alpha and beta), per byte reduced on the way: the least-squares slope through
+// the origin, at least 0.
+double FitGamma(const std::vector<CalibrationPoint>& allreduce, int ranks, const LinkCost& link);
+// broadcast_factor: the broadcasts' time beyond alpha against the model's wire time at beta,
+// the least-squares slope through the origin; 1 when the fit says nothing.
+double FitBroadcastFactor(const std::vector<CalibrationPoint>& broadcast, int ranks,
+                          const LinkCost& link);
+// cpu_curve: each spin point's stretch spread over `shared_cores`, per byte all ranks sent.
+std::vector<CpuCostPoint> FitCpuCurve(const std::vector<SpinPoint>& spins, int shared_cores);
+// The model column beside the measured one: each point as `link` predicts it, with its
+// curves (CollectiveCostOf; the ping-pong as one message at the beta of its size).
+void PredictCalibrationPoints(LinkCalibration* calibration);
+
 }  // namespace doppio

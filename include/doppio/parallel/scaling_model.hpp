@@ -85,20 +85,43 @@ const char* CollectiveLibraryName(CollectiveLibrary library);
 
 enum class CollectiveKind { kAllreduce, kReduce, kBroadcast };
 
+// How Open MPI's libnbc runs a rooted collective (a reduce or a broadcast) on one piece of
+// `piece_bytes` on `ranks` ranks, decided here only: a chain reduce of 8 KB fragments up to 4
+// ranks (from 64 KB; a smaller piece is reduced with a binomial tree even there), a linear
+// broadcast (the root sends to every rank at once) up to 4 ranks, binomial trees beyond.
+enum class RootedAlgorithm { kChain, kLinear, kBinomialTree };
+RootedAlgorithm OpenMpiRootedAlgorithm(CollectiveKind kind, double piece_bytes, int ranks);
+
 // Seconds one collective of `bytes` takes on `ranks` ranks, from its start on all ranks
-// until the last rank has its result. 0 on one rank.
+// until the last rank has its result, at the link's flat alpha, beta and gamma (its curves
+// are CollectiveCostOf's). 0 on one rank.
 double CollectiveSeconds(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks,
                          const LinkCost& link);
 
 // The bytes the busiest link carries in one collective of `bytes` on `ranks` ranks, in one
 // direction: the ring allreduce 2(N-1)/N n on every link; a chain reduce or broadcast n; a
-// linear broadcast (N-1) n out of the root, a binomial tree log2(N) n into or out of it.
+// linear broadcast (N-1) n out of the root, a binomial tree log2(N) n into or out of it
+// (Open MPI's rooted collectives by OpenMpiRootedAlgorithm of their pieces).
 double BusiestLinkBytes(CollectiveLibrary library, CollectiveKind kind, double bytes, int ranks);
 
 // The bytes all `ranks` ranks send together in one collective of `bytes` (what the
 // collective costs the shared cores): the ring allreduce 2(N-1) n, a reduce or a broadcast
 // (N-1) n, whichever tree or chain carries them.
 double CollectiveBytesSent(CollectiveKind kind, double bytes, int ranks);
+
+// What one collective costs: the time it takes, and the core-seconds it takes from the cores
+// the ranks share (0 without shared cores).
+struct CollectiveCost {
+  double seconds = 0;
+  double core_seconds = 0;
+};
+// One collective of `bytes` with the link's curves applied, the one place that applies them:
+// beta is the beta curve's at `burst_bytes`, the bytes the busiest link carries in a row (the
+// collective's own BusiestLinkBytes when it runs alone; PredictIteration passes all of an
+// iteration's collectives of that kind), and the CPU cost per byte sent the CPU curve's at the
+// collective's size. `doppio scale` predicts with it, and --calibrate's model column is it.
+CollectiveCost CollectiveCostOf(CollectiveLibrary library, CollectiveKind kind, double bytes,
+                                int ranks, const LinkCost& link, double burst_bytes);
 
 // The textbook costs the library's choices are made of (exposed for the tests and for
 // comparison in the output).
