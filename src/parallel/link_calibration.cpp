@@ -173,7 +173,6 @@ LinkCalibration CalibrateLink(Communicator* comm, double max_bytes, int repeats,
          "least 2 ranks (mpirun -np 2 doppio scale --calibrate)";
   DOPPIO_ENSURE(max_bytes >= 1024) << "--calibrate_max_mb must be at least 1 KB";
   DOPPIO_ENSURE(repeats >= 1) << "--calibrate_repeats must be positive";
-  DOPPIO_ENSURE(shared_cores >= 0) << "--shared_cores must not be negative";
   LinkCalibration result;
   result.ranks = comm->size();
   const std::vector<double> sizes = Sizes(max_bytes);

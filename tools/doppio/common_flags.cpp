@@ -70,20 +70,6 @@ Phase PhaseFromFlag(Phase fallback) {
 
 std::vector<std::string> StagesFromFlag() { return SplitCommaList(FLAGS_stage); }
 
-std::vector<int> ImageShapeFromFlag() {
-  std::vector<int> shape;
-  for (const auto& part : SplitCommaList(FLAGS_input_shape)) {
-    char* end = nullptr;
-    const long value = std::strtol(part.c_str(), &end, 10);
-    DOPPIO_ENSURE(*end == '\0' && value > 0 && value <= (1 << 20))
-        << "--input_shape needs C,H,W of positive integers, got '" << FLAGS_input_shape << "'";
-    shape.push_back(static_cast<int>(value));
-  }
-  DOPPIO_ENSURE(shape.empty() || shape.size() == 3)
-      << "--input_shape needs C,H,W, got '" << FLAGS_input_shape << "'";
-  return shape;
-}
-
 void ApplyCpuEngineFlags() {
 #ifdef DOPPIO_WITH_ONEDNN
   SetOnednnConvolutionWinograd(FLAGS_onednn_winograd);

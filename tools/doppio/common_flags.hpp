@@ -1,6 +1,6 @@
 #pragma once
 
-// Flags shared by several `doppio` commands (train, test, time, scale, device_query, ...).
+// Flags of every `doppio` command (the flags of some commands only: shared_flags.hpp).
 #include <gflags/gflags.h>
 
 #include <memory>
@@ -23,11 +23,6 @@ DECLARE_string(cudnn_algo);
 DECLARE_int32(cudnn_workspace_mb);
 DECLARE_bool(onednn_winograd);
 DECLARE_int32(threads);
-// time and scale (defined in time_command.cpp, whose descriptions name both).
-DECLARE_int32(batch);
-DECLARE_string(json);
-DECLARE_string(input_shape);
-DECLARE_string(engine);
 
 namespace doppio {
 
@@ -35,8 +30,6 @@ namespace doppio {
 Phase PhaseFromFlag(Phase fallback);
 // --stage split at commas (empty entries dropped).
 std::vector<std::string> StagesFromFlag();
-// --input_shape as C,H,W; empty when the flag is. Error on anything else.
-std::vector<int> ImageShapeFromFlag();
 // Hands the CPU engine's flags (--onednn_winograd) to the layers; a build without oneDNN
 // ignores them.
 void ApplyCpuEngineFlags();

@@ -31,10 +31,8 @@
 #include "engine_override.hpp"
 #include "json_value.hpp"
 #include "layer_profile.hpp"
+#include "shared_flags.hpp"
 #include "synthetic_inputs.hpp"
-
-DECLARE_string(sync);
-DECLARE_double(bucket_mb);
 
 DEFINE_string(ranks, "1,2,4,8,16,32,64", "scale: the rank counts to predict, comma-separated.");
 DEFINE_string(link, "",
@@ -155,6 +153,13 @@ std::vector<std::pair<double, double>> SizeCurveFromFlag(const std::string& flag
 }
 
 // --comm_cpu_curve as core-seconds per byte by size; empty without the flag.
+// --shared_cores, checked here only: the model and --calibrate both take it from here.
+int SharedCoresFromFlag() {
+  DOPPIO_ENSURE(FLAGS_shared_cores >= 0)
+      << "--shared_cores must not be negative, not " << FLAGS_shared_cores;
+  return FLAGS_shared_cores;
+}
+
 std::vector<CpuCostPoint> CpuCurveFromFlag() {
   std::vector<CpuCostPoint> curve;
   for (const auto& [bytes, gbs] :
@@ -182,7 +187,7 @@ LinkCost CostAt(double bits_per_second) {
   cost.beta = 8.0 / bits_per_second;
   cost.gamma = FLAGS_reduce_gbs > 0 ? 1.0 / (FLAGS_reduce_gbs * 1e9) : 0.0;
   cost.cpu = FLAGS_comm_cpu_gbs > 0 ? 1.0 / (FLAGS_comm_cpu_gbs * 1e9) : 0.0;
-  cost.shared_cores = FLAGS_shared_cores;
+  cost.shared_cores = SharedCoresFromFlag();
   cost.cpu_curve = CpuCurveFromFlag();
   cost.beta_curve = BetaCurveFromFlag();
   cost.broadcast_factor = FLAGS_broadcast_factor;
@@ -193,7 +198,6 @@ std::vector<NamedLink> LinksFromFlags() {
   DOPPIO_ENSURE(FLAGS_latency_us >= 0) << "--latency_us must not be negative";
   DOPPIO_ENSURE(FLAGS_reduce_gbs >= 0) << "--reduce_gbs must not be negative";
   DOPPIO_ENSURE(FLAGS_comm_cpu_gbs >= 0) << "--comm_cpu_gbs must not be negative";
-  DOPPIO_ENSURE(FLAGS_shared_cores >= 0) << "--shared_cores must not be negative";
   DOPPIO_ENSURE(FLAGS_comm_cpu_gbs == 0 || FLAGS_comm_cpu_curve.empty())
       << "give --comm_cpu_gbs or --comm_cpu_curve, not both";
   DOPPIO_ENSURE(FLAGS_link.empty() || FLAGS_bandwidth_gbps == 0)
@@ -380,10 +384,9 @@ int Calibrate() {
          "scale --calibrate (or on the hosts you want to measure)";
   MpiCommunicator comm;
   SetUpRankLogging(comm.rank(), comm.size());
-  DOPPIO_ENSURE(FLAGS_shared_cores >= 0) << "--shared_cores must not be negative";
-  const int cores = FLAGS_shared_cores > 0
-                        ? FLAGS_shared_cores
-                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int given = SharedCoresFromFlag();
+  const int cores =
+      given > 0 ? given : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const LinkCalibration result =
       CalibrateLink(&comm, FLAGS_calibrate_max_mb * (1 << 20), FLAGS_calibrate_repeats, cores);
   if (comm.rank() != 0) {

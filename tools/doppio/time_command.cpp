@@ -15,20 +15,8 @@
 #include "engine_override.hpp"
 #include "layer_profile.hpp"
 #include "memory_report.hpp"
+#include "shared_flags.hpp"
 #include "synthetic_inputs.hpp"
-
-// Shared with `doppio scale` (their descriptions say so), which reads them too.
-DEFINE_int32(batch, 0, "time, scale: override the batch size of the net's inputs (0 keeps it).");
-DEFINE_string(json, "",
-              "time, scale: also write the results to this file as JSON (time: the per-layer "
-              "times, which `doppio scale --time_json` reads; scale: the predicted rows).");
-DEFINE_string(input_shape, "",
-              "time, scale: C,H,W of the images a data layer would produce, instead of the "
-              "shape read from its source or its crop_size (docs/training.md).");
-DEFINE_string(
-    engine, "",
-    "time, scale: run every layer that the named engine (CAFFE, CUDNN, ONEDNN) can run on "
-    "it; empty keeps each layer's own choice.");
 
 namespace doppio {
 namespace {

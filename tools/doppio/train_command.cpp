@@ -24,6 +24,7 @@
 #include "doppio/util/io.hpp"
 #include "memory_report.hpp"
 #include "resume_history.hpp"
+#include "shared_flags.hpp"
 #include "signal_handler.hpp"
 #include "slurm_job.hpp"
 #include "tool_faults.hpp"
@@ -46,13 +47,6 @@ DEFINE_string(sighup_effect, "snapshot", "What SIGHUP does: stop, snapshot or no
 DEFINE_bool(allow_nonfinite, false,
             "Go on training when the loss or the weights become NaN or infinite, and write "
             "snapshots that hold them, instead of stopping with exit status 3.");
-DEFINE_string(
-    sync, "overlap",
-    "train, scale: how MPI ranks combine gradients: overlap (allreduce gradient buckets while "
-    "backward runs), reduce_bcast (reduce to rank 0, update there, broadcast the "
-    "weights) or blocking (one allreduce after backward).");
-DEFINE_double(bucket_mb, 25,
-              "train, scale: size of a gradient bucket in MB (the first is at most 256 KB).");
 DEFINE_string(grad_compression, "none",
               "train: what each gradient bucket sends between MPI ranks: none, fp16 or bf16 "
               "(16 bits on the wire, summed in float), topk:FRACTION (the largest FRACTION of "
