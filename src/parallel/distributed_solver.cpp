@@ -40,14 +40,13 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
     // Top-k's momentum correction sends steps with the SGD solver's momentum in them
     // (topk_compressor.hpp); the other solvers, and LARC's rate from the gradient's norm,
     // keep plain error feedback.
-    if (options_.compression.method == GradCompression::Method::kTopK &&
-        std::string(solver_->type()) == "SGD" && !config_.param.larc()) {
-      options_.compression.momentum = config_.param.momentum();
-    }
+    const double topk_momentum = std::string(solver_->type()) == "SGD" && !config_.param.larc()
+                                     ? config_.param.momentum()
+                                     : 0.0;
     sync_ = std::make_unique<GradientSync<Dtype>>(solver_->net().get(), comm_.get(), options_.sync,
                                                   options_.bucket_mb, config_.param.iter_size(),
                                                   timeline_.get(), options_.compression,
-                                                  options_.compression_start_iter);
+                                                  options_.compression_start_iter, topk_momentum);
     // One rank without a timeline reports no times: no events, no wait for them.
     if (options_.gpu && (comm_->size() > 1 || timeline_)) {
       device_timer_ = MakeDeviceTimer(options_.gpu);
@@ -89,10 +88,10 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
                 << (options_.compression_start_iter > 0
                         ? " from iteration " + std::to_string(options_.compression_start_iter)
                         : std::string());
-      if (options_.compression.momentum > 0 && options_.compression.fraction < 1) {
+      if (sync_->corrected_momentum() > 0) {
         LOG(INFO) << "Top-k with momentum correction: each rank's residual accumulates its "
                      "velocity (momentum "
-                  << options_.compression.momentum
+                  << sync_->corrected_momentum()
                   << "); the solver's momentum turns the steps sent back into its history";
       }
     }

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iomanip>
+#include <sstream>
 
 #include "doppio/core/common.hpp"
 #include "doppio/parallel/cast_compressor.hpp"
@@ -16,11 +18,19 @@ namespace {
 
 const char kUsage[] = "none, fp16, bf16, topk:FRACTION (0 < FRACTION <= 1) or powersgd:RANK (>= 1)";
 
+// The shortest decimal text that reads back as `value`.
+std::string ShortestText(double value) {
+  for (int digits = 1;; ++digits) {
+    std::ostringstream text;
+    text << std::setprecision(digits) << value;
+    if (digits >= 17 || std::strtod(text.str().c_str(), nullptr) == value) return text.str();
+  }
+}
+
 }  // namespace
 
 GradCompression ParseGradCompression(const std::string& value) {
   GradCompression spec;
-  spec.text = value;
   const std::size_t colon = value.find(':');
   const std::string method = value.substr(0, colon);
   const std::string argument = colon == std::string::npos ? "" : value.substr(colon + 1);
@@ -34,6 +44,7 @@ GradCompression ParseGradCompression(const std::string& value) {
   if (plain) {
     spec.method =
         method == "fp16" ? GradCompression::Method::kFp16 : GradCompression::Method::kBf16;
+    spec.text = method;
     return spec;
   }
   DOPPIO_ENSURE(!argument.empty())
@@ -50,6 +61,7 @@ GradCompression ParseGradCompression(const std::string& value) {
         << "'";
     spec.method = GradCompression::Method::kTopK;
     spec.fraction = fraction;
+    spec.text = "topk:" + ShortestText(fraction);
     return spec;
   }
   const long rank = std::strtol(argument.c_str(), &end, 10);
@@ -58,6 +70,7 @@ GradCompression ParseGradCompression(const std::string& value) {
       << argument << "'";
   spec.method = GradCompression::Method::kPowerSgd;
   spec.rank = static_cast<int>(rank);
+  spec.text = "powersgd:" + std::to_string(spec.rank);
   return spec;
 }
 
@@ -115,14 +128,14 @@ void BucketCompressor<Dtype>::Issued(CommHandle handle, std::size_t bytes) {
 template <typename Dtype>
 std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
     const GradCompression& spec, std::size_t count, const std::vector<BucketParam>& params,
-    std::uint64_t seed, GpuContext* gpu) {
+    std::uint64_t seed, double topk_momentum, GpuContext* gpu) {
   switch (spec.method) {
     case GradCompression::Method::kFp16:
     case GradCompression::Method::kBf16:
       return std::make_unique<CastCompressor<Dtype>>(
           count, spec.method == GradCompression::Method::kBf16, gpu);
     case GradCompression::Method::kTopK:
-      return std::make_unique<TopKCompressor<Dtype>>(count, spec.fraction, gpu, spec.momentum);
+      return std::make_unique<TopKCompressor<Dtype>>(count, spec.fraction, gpu, topk_momentum);
     case GradCompression::Method::kPowerSgd:
       return std::make_unique<PowerSgdCompressor<Dtype>>(count, params, spec.rank, seed, gpu);
     case GradCompression::Method::kNone:
@@ -137,10 +150,10 @@ template std::vector<double> BlobValues(Blob<double>*);
 template void SetBlobValues(const std::vector<float>&, Blob<float>*);
 template void SetBlobValues(const std::vector<double>&, Blob<double>*);
 template std::unique_ptr<BucketCompressor<float>> MakeBucketCompressor(
-    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t,
+    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t, double,
     GpuContext*);
 template std::unique_ptr<BucketCompressor<double>> MakeBucketCompressor(
-    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t,
+    const GradCompression&, std::size_t, const std::vector<BucketParam>&, std::uint64_t, double,
     GpuContext*);
 
 }  // namespace doppio

@@ -160,7 +160,8 @@ std::vector<int> GradientSync<Dtype>::PlanLaunchOrder(const Net<Dtype>& net,
 template <typename Dtype>
 GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode mode,
                                   double bucket_mb, int iter_size, Timeline* timeline,
-                                  GradCompression compression, int compression_start_iter)
+                                  GradCompression compression, int compression_start_iter,
+                                  double topk_momentum)
     : net_(net),
       comm_(comm),
       mode_(mode),
@@ -168,7 +169,8 @@ GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode 
       iter_size_(iter_size),
       timeline_(timeline),
       compression_(std::move(compression)),
-      compression_start_iter_(compression_start_iter) {
+      compression_start_iter_(compression_start_iter),
+      topk_momentum_(topk_momentum) {
   DOPPIO_ENSURE(iter_size >= 1) << "iter_size must be >= 1, not " << iter_size;
   DOPPIO_ENSURE(!compression_.active() || mode != SyncMode::kReduceBroadcast)
       << "--grad_compression=" << compression_.text
@@ -200,9 +202,9 @@ GradientSync<Dtype>::GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode 
         bucket_params.push_back(param);
       }
       // The same seed on every rank: PowerSGD's ranks start from the same Q.
-      compressors_.push_back(MakeBucketCompressor<Dtype>(compression_, buckets_[b].count,
-                                                         bucket_params, DeriveSeed(1701, b),
-                                                         net->gpu_context().get()));
+      compressors_.push_back(MakeBucketCompressor<Dtype>(
+          compression_, buckets_[b].count, bucket_params, DeriveSeed(1701, b), corrected_momentum(),
+          net->gpu_context().get()));
     }
   }
   pending_.assign(buckets_.size(), 0);
@@ -259,48 +261,53 @@ std::string GradientSync<Dtype>::BucketLabel(int bucket) const {
 }
 
 template <typename Dtype>
-std::vector<Dtype> GradientSync<Dtype>::CompressionResidual() const {
+double GradientSync<Dtype>::corrected_momentum() const {
+  const bool topk = compression_.method == GradCompression::Method::kTopK;
+  return topk && compression_.fraction < 1 ? topk_momentum_ : 0.0;
+}
+
+namespace {
+
+const char* StateFieldName(int field) {
+  static const char* const names[] = {"residual", "velocity", "shared state"};
+  return names[field];
+}
+
+}  // namespace
+
+template <typename Dtype>
+std::vector<Dtype> GradientSync<Dtype>::CompressionState(StateField field) const {
   std::vector<Dtype> values;
   for (const auto& compressor : compressors_) {
-    const std::vector<Dtype> residual = compressor->residual();
-    values.insert(values.end(), residual.begin(), residual.end());
+    const std::vector<Dtype> part = field == StateField::kResidual   ? compressor->residual()
+                                    : field == StateField::kVelocity ? compressor->velocity()
+                                                                     : compressor->shared_state();
+    values.insert(values.end(), part.begin(), part.end());
   }
   return values;
 }
 
 template <typename Dtype>
-std::vector<Dtype> GradientSync<Dtype>::CompressionShared() const {
-  std::vector<Dtype> values;
-  for (const auto& compressor : compressors_) {
-    const std::vector<Dtype> shared = compressor->shared_state();
-    values.insert(values.end(), shared.begin(), shared.end());
-  }
-  return values;
-}
-
-template <typename Dtype>
-void GradientSync<Dtype>::SetCompressionResidual(const std::vector<Dtype>& values) {
-  DOPPIO_ENSURE(values.size() == CompressionResidual().size())
-      << "--grad_compression=" << compression_.text << ": " << values.size()
-      << " residual values for buckets that hold " << CompressionResidual().size();
+void GradientSync<Dtype>::SetCompressionState(StateField field, const std::vector<Dtype>& values) {
+  const std::size_t expected = CompressionState(field).size();
+  DOPPIO_ENSURE(values.size() == expected)
+      << "--grad_compression=" << compression_.text << ": " << values.size() << " values of "
+      << StateFieldName(static_cast<int>(field)) << " for buckets that hold " << expected;
   auto next = values.begin();
   for (const auto& compressor : compressors_) {
-    const std::size_t size = compressor->residual().size();
-    compressor->set_residual(std::vector<Dtype>(next, next + size));
-    next += size;
-  }
-}
-
-template <typename Dtype>
-void GradientSync<Dtype>::SetCompressionShared(const std::vector<Dtype>& values) {
-  DOPPIO_ENSURE(values.size() == CompressionShared().size())
-      << "--grad_compression=" << compression_.text << ": " << values.size()
-      << " values of shared state for buckets that hold " << CompressionShared().size();
-  auto next = values.begin();
-  for (const auto& compressor : compressors_) {
-    const std::size_t size = compressor->shared_state().size();
-    compressor->set_shared_state(std::vector<Dtype>(next, next + size));
-    next += size;
+    if (field == StateField::kResidual) {
+      const std::size_t size = compressor->residual().size();
+      compressor->set_residual(std::vector<Dtype>(next, next + size));
+      next += size;
+    } else if (field == StateField::kVelocity) {
+      const std::size_t size = compressor->velocity().size();
+      compressor->set_velocity(std::vector<Dtype>(next, next + size));
+      next += size;
+    } else {
+      const std::size_t size = compressor->shared_state().size();
+      compressor->set_shared_state(std::vector<Dtype>(next, next + size));
+      next += size;
+    }
   }
 }
 

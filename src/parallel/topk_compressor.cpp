@@ -120,6 +120,46 @@ void TopKCompressor<Dtype>::Decompress(Dtype* bucket) {
 }
 
 template <typename Dtype>
+std::vector<Dtype> TopKCompressor<Dtype>::Half(int half) {
+  if (half == 1 && !corrects_momentum()) return {};
+  const std::vector<Dtype> both = BucketCompressor<Dtype>::residual();
+  const auto begin = both.begin() + half * static_cast<std::ptrdiff_t>(count_);
+  return std::vector<Dtype>(begin, begin + static_cast<std::ptrdiff_t>(count_));
+}
+
+template <typename Dtype>
+void TopKCompressor<Dtype>::SetHalf(int half, const std::vector<Dtype>& values) {
+  DOPPIO_ENSURE(values.size() == (half == 1 && !corrects_momentum() ? 0 : count_))
+      << "top-k: " << values.size() << " values for a " << (half == 0 ? "residual" : "velocity")
+      << " of " << (half == 1 && !corrects_momentum() ? 0 : count_);
+  if (values.empty()) return;
+  std::vector<Dtype> both = BucketCompressor<Dtype>::residual();
+  std::copy(values.begin(), values.end(),
+            both.begin() + half * static_cast<std::ptrdiff_t>(count_));
+  BucketCompressor<Dtype>::set_residual(both);
+}
+
+template <typename Dtype>
+std::vector<Dtype> TopKCompressor<Dtype>::residual() {
+  return Half(0);
+}
+
+template <typename Dtype>
+void TopKCompressor<Dtype>::set_residual(const std::vector<Dtype>& values) {
+  SetHalf(0, values);
+}
+
+template <typename Dtype>
+std::vector<Dtype> TopKCompressor<Dtype>::velocity() {
+  return Half(1);
+}
+
+template <typename Dtype>
+void TopKCompressor<Dtype>::set_velocity(const std::vector<Dtype>& values) {
+  SetHalf(1, values);
+}
+
+template <typename Dtype>
 std::vector<Dtype> TopKCompressor<Dtype>::shared_state() {
   return BlobValues(&last_step_);
 }

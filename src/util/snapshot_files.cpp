@@ -192,6 +192,23 @@ void ReadSolverStateHdf5(const std::string& path, SolverState* state) {
     if (file.Has("doppio/compression/shared")) {
       ReadBlob(file, "doppio/compression/shared", compression->mutable_shared());
     }
+    if (file.Has("doppio/compression/version")) {
+      compression->set_version(static_cast<int>(file.ReadInt("doppio/compression/version")));
+    }
+    if (file.Has("doppio/compression/momentum")) {
+      const std::vector<double> momentum = file.Read<double>("doppio/compression/momentum");
+      DOPPIO_ENSURE(momentum.size() == 1)
+          << path << ", dataset 'doppio/compression/momentum': " << momentum.size()
+          << " values, not 1";
+      compression->set_momentum(momentum[0]);
+    }
+    if (file.Has("doppio/compression/velocity")) {
+      const std::string velocities = "doppio/compression/velocity";
+      for (const std::string& blob : IndexedMembers(file, velocities, file.Members(velocities),
+                                                    "group '" + velocities + "'")) {
+        ReadBlob(file, blob, compression->add_velocity());
+      }
+    }
   }
 }
 
@@ -224,6 +241,20 @@ void WriteSolverStateHdf5(const SolverState& state, const std::string& path) {
     }
     if (compression.has_shared()) {
       WriteBlob(&file, "doppio/compression/shared", compression.shared(), false);
+    }
+    if (compression.has_version()) {
+      file.WriteInt("doppio/compression/version", compression.version());
+    }
+    if (compression.has_momentum()) {
+      const double momentum = compression.momentum();
+      file.Write("doppio/compression/momentum", {1}, &momentum);
+    }
+    if (compression.velocity_size() > 0) {
+      file.CreateGroup("doppio/compression/velocity");
+      for (int i = 0; i < compression.velocity_size(); ++i) {
+        WriteBlob(&file, "doppio/compression/velocity/" + std::to_string(i),
+                  compression.velocity(i), false);
+      }
     }
   }
   WriteFileAtomically(file.Image(), path);

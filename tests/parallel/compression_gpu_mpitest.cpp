@@ -112,7 +112,8 @@ TEST(CompressionGpuTest, GpuGradientSyncEqualsTheHosts) {
       const std::vector<float> gradient = RankGradient(host.net.arena_count(), iter);
       ExpectSame(c.method, host.Iterate(gradient, iter, c.iter_size),
                  device.Iterate(gradient, iter, c.iter_size), what);
-      ExpectSame(c.method, host.sync.CompressionResidual(), device.sync.CompressionResidual(),
+      ExpectSame(c.method, host.sync.CompressionState(GradientSync<float>::StateField::kResidual),
+                 device.sync.CompressionState(GradientSync<float>::StateField::kResidual),
                  what + " residual");
       EXPECT_EQ(device.sync.last_stats().bytes, host.sync.last_stats().bytes) << what;
     }
@@ -136,13 +137,19 @@ TEST(CompressionGpuTest, AGpuSnapshotsStateResumesIdentically) {
     RestoreCompressionState(saved, World()->size(), World()->rank(), "snapshot", &resumed.sync);
     Side on_host(method, SyncMode::kOverlap, 1, 0, nullptr);
     RestoreCompressionState(saved, World()->size(), World()->rank(), "snapshot", &on_host.sync);
-    EXPECT_EQ(resumed.sync.CompressionResidual(), first.sync.CompressionResidual()) << method;
-    EXPECT_EQ(on_host.sync.CompressionShared(), first.sync.CompressionShared()) << method;
+    EXPECT_EQ(resumed.sync.CompressionState(GradientSync<float>::StateField::kResidual),
+              first.sync.CompressionState(GradientSync<float>::StateField::kResidual))
+        << method;
+    EXPECT_EQ(on_host.sync.CompressionState(GradientSync<float>::StateField::kShared),
+              first.sync.CompressionState(GradientSync<float>::StateField::kShared))
+        << method;
 
     const std::vector<float> gradient = RankGradient(first.net.arena_count(), 1);
     const std::vector<float> continued = first.Iterate(gradient, 1, 1);
     EXPECT_EQ(resumed.Iterate(gradient, 1, 1), continued) << method;
-    EXPECT_EQ(resumed.sync.CompressionResidual(), first.sync.CompressionResidual()) << method;
+    EXPECT_EQ(resumed.sync.CompressionState(GradientSync<float>::StateField::kResidual),
+              first.sync.CompressionState(GradientSync<float>::StateField::kResidual))
+        << method;
     ExpectSame(method, on_host.Iterate(gradient, 1, 1), continued, method + " on the host");
   }
 }

@@ -274,6 +274,7 @@ TEST_F(CompressedTrainingTest, AResumedRunContinuesIdentically) {
     ReadProtoFromBinaryFile(state_file, &state);
     ASSERT_TRUE(state.has_compression()) << method;
     EXPECT_EQ(state.compression().method(), method);
+    EXPECT_EQ(state.compression().version(), 1);
     EXPECT_EQ(state.compression().num_ranks(), World()->size());
     EXPECT_EQ(state.compression().residual_size(), World()->size());
     // PowerSGD's Q; top-k's last step (its momentum correction: SGD with momentum).
@@ -300,53 +301,98 @@ TEST_F(CompressedTrainingTest, AResumedRunContinuesIdentically) {
 }
 
 TEST_F(CompressedTrainingTest, AnotherRankCountStartsFromTheMeanResidual) {
+  using Field = GradientSync<float>::StateField;
   DistributedSolver<float> trainer(Param(1), World(), Options("topk:0.1"));
   GradientSync<float>& sync = trainer.sync();
-  const std::size_t count = sync.CompressionResidual().size();
+  ASSERT_FLOAT_EQ(sync.corrected_momentum(), 0.9);
+  const std::size_t count = sync.CompressionState(Field::kResidual).size();
   ASSERT_GT(count, 0u);
+  ASSERT_EQ(sync.CompressionState(Field::kVelocity).size(), count);
   SolverState state;
   CompressionState* saved = state.mutable_compression();
-  saved->set_method("topk:0.1");
+  // As given on another run's command line: the same method.
+  saved->set_method("topk:.1");
+  saved->set_version(1);
+  saved->set_momentum(sync.corrected_momentum());
   const int ranks = World()->size() + 1;
   saved->set_num_ranks(ranks);
   for (int r = 0; r < ranks; ++r) {
-    BlobProto* blob = saved->add_residual();
-    for (std::size_t i = 0; i < count; ++i) blob->add_data(static_cast<float>(r + i));
+    BlobProto* residual = saved->add_residual();
+    BlobProto* velocity = saved->add_velocity();
+    for (std::size_t i = 0; i < count; ++i) {
+      residual->add_data(static_cast<float>(r + i));
+      velocity->add_data(static_cast<float>(2 * r));
+    }
   }
   // The momentum correction's last step, the same on every rank.
-  const std::size_t shared = sync.CompressionShared().size();
+  const std::size_t shared = sync.CompressionState(Field::kShared).size();
   ASSERT_GT(shared, 0u);
   for (std::size_t i = 0; i < shared; ++i) saved->mutable_shared()->add_data(0.5f);
   RestoreCompressionState(state, World()->size(), World()->rank(), "state", &sync);
-  EXPECT_EQ(sync.CompressionShared(), std::vector<float>(shared, 0.5f));
-  const std::vector<float> residual = sync.CompressionResidual();
+  EXPECT_EQ(sync.CompressionState(Field::kShared), std::vector<float>(shared, 0.5f));
+  const std::vector<float> residual = sync.CompressionState(Field::kResidual);
   for (std::size_t i = 0; i < count; ++i) {
     EXPECT_FLOAT_EQ(residual[i], static_cast<float>(i) + (ranks - 1) / 2.0f) << i;
   }
+  EXPECT_EQ(sync.CompressionState(Field::kVelocity),
+            std::vector<float>(count, static_cast<float>(ranks - 1)));
   // The same rank count: each rank its own.
   saved->set_num_ranks(World()->size());
   saved->mutable_residual()->RemoveLast();
+  saved->mutable_velocity()->RemoveLast();
   RestoreCompressionState(state, World()->size(), World()->rank(), "state", &sync);
-  EXPECT_EQ(sync.CompressionResidual()[0], static_cast<float>(World()->rank()));
+  EXPECT_EQ(sync.CompressionState(Field::kResidual)[0], static_cast<float>(World()->rank()));
+  EXPECT_EQ(sync.CompressionState(Field::kVelocity)[0], static_cast<float>(2 * World()->rank()));
+  // Version 0 wrote the velocity after the residual, in one blob: it reads the same.
+  CompressionState version0 = *saved;
+  version0.clear_version();
+  version0.clear_momentum();
+  version0.clear_velocity();
+  for (int r = 0; r < version0.num_ranks(); ++r) {
+    for (std::size_t i = 0; i < count; ++i) version0.mutable_residual(r)->add_data(7.0f);
+  }
+  SolverState old_state;
+  *old_state.mutable_compression() = version0;
+  RestoreCompressionState(old_state, World()->size(), World()->rank(), "old.solverstate", &sync);
+  EXPECT_EQ(sync.CompressionState(Field::kResidual)[0], static_cast<float>(World()->rank()));
+  EXPECT_EQ(sync.CompressionState(Field::kVelocity), std::vector<float>(count, 7.0f));
   // Residuals of another net.
   saved->mutable_residual(0)->add_data(1);
   ExpectError([&] { RestoreCompressionState(state, World()->size(), 0, "old.solverstate", &sync); },
               {"old.solverstate", "compression residual"});
+  saved->mutable_residual(0)->mutable_data()->RemoveLast();
   // Another method's state is not this one's.
   saved->set_method("topk:0.5");
   RestoreCompressionState(state, World()->size(), World()->rank(), "state", &sync);
-  EXPECT_EQ(sync.CompressionResidual()[0], static_cast<float>(World()->rank()));
-  // Written before the momentum correction: residuals only, half as long, no shared state.
-  // The run goes on with the compression state at zero.
+  EXPECT_EQ(sync.CompressionState(Field::kResidual)[0], static_cast<float>(World()->rank()));
   saved->set_method("topk:0.1");
-  saved->clear_shared();
-  for (BlobProto& blob : *saved->mutable_residual()) {
+  // Written without the momentum correction (Adam, LARC, or before it existed): the residuals
+  // are restored, the velocities and the last step start at zero.
+  CompressionState plain = *saved;
+  plain.clear_velocity();
+  plain.clear_shared();
+  plain.set_momentum(0);
+  for (BlobProto& blob : *plain.mutable_residual()) {
     blob.clear_data();
-    for (std::size_t i = 0; i < count / 2; ++i) blob.add_data(1.0f);
+    for (std::size_t i = 0; i < count; ++i) blob.add_data(1.0f);
   }
-  RestoreCompressionState(state, World()->size(), World()->rank(), "old.solverstate", &sync);
-  EXPECT_EQ(sync.CompressionResidual(), std::vector<float>(count, 0.0f));
-  EXPECT_EQ(sync.CompressionShared(), std::vector<float>(shared, 0.0f));
+  SolverState plain_state;
+  *plain_state.mutable_compression() = plain;
+  RestoreCompressionState(plain_state, World()->size(), World()->rank(), "adam.solverstate", &sync);
+  EXPECT_EQ(sync.CompressionState(Field::kResidual), std::vector<float>(count, 1.0f));
+  EXPECT_EQ(sync.CompressionState(Field::kVelocity), std::vector<float>(count, 0.0f));
+  EXPECT_EQ(sync.CompressionState(Field::kShared), std::vector<float>(shared, 0.0f));
+  // The reverse: momentum-corrected state resumed by a run that corrects none (Adam) keeps
+  // the residuals and drops the rest.
+  SolverParameter adam_param = Param(1);
+  adam_param.set_type("Adam");
+  DistributedSolver<float> adam(adam_param, World(), Options("topk:0.1"));
+  GradientSync<float>& adam_sync = adam.sync();
+  ASSERT_EQ(adam_sync.corrected_momentum(), 0);
+  ASSERT_TRUE(adam_sync.CompressionState(Field::kVelocity).empty());
+  RestoreCompressionState(state, World()->size(), World()->rank(), "sgd.solverstate", &adam_sync);
+  EXPECT_EQ(adam_sync.CompressionState(Field::kResidual)[0], static_cast<float>(World()->rank()));
+  EXPECT_TRUE(adam_sync.CompressionState(Field::kShared).empty());
 }
 
 TEST_F(CompressedTrainingTest, ReduceBroadcastWithALossyMethodIsRefused) {

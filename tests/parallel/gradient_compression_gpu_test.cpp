@@ -134,6 +134,7 @@ void ExpectTopKAsTheHost(std::size_t count, double fraction, bool ties, double m
               Exchange(&host, gradient, &host_comm, nullptr))
         << what << " step " << step;
     ASSERT_EQ(device.residual(), host.residual()) << what << " step " << step;
+    ASSERT_EQ(device.velocity(), host.velocity()) << what << " step " << step;
     ASSERT_EQ(device.shared_state(), host.shared_state()) << what << " step " << step;
   }
 }

@@ -39,6 +39,15 @@ TEST(GradCompressionTest, ParsesEveryMethod) {
   EXPECT_EQ(powersgd.rank, 4);
   EXPECT_EQ(powersgd.text, "powersgd:4");
   EXPECT_FALSE(ParseGradCompression("fp16").stateful());
+  // One text for each method, however it was written: snapshots compare them.
+  for (const char* same : {"topk:0.01", "topk:.01", "topk:1e-2", "topk:0.010"}) {
+    EXPECT_EQ(ParseGradCompression(same).text, "topk:0.01") << same;
+  }
+  EXPECT_EQ(ParseGradCompression("topk:0.123456789").text, "topk:0.123456789");
+  EXPECT_EQ(ParseGradCompression("topk:1.0").text, "topk:1");
+  EXPECT_EQ(ParseGradCompression("powersgd:04").text, "powersgd:4");
+  EXPECT_EQ(ParseGradCompression("none").text, "none");
+  EXPECT_EQ(ParseGradCompression("bf16").text, "bf16");
 }
 
 TEST(GradCompressionTest, BadValuesAreErrorsNamingTheFlag) {
@@ -159,13 +168,15 @@ TEST(GradCompressionTest, TopKMomentumCorrectionSendsVelocitiesTheSolverRecovers
     compressor.Wait();
     compressor.Decompress(bucket.data());
     const std::vector<double> state = compressor.residual();
-    ASSERT_EQ(state.size(), 2 * count);
+    const std::vector<double> velocities = compressor.velocity();
+    ASSERT_EQ(state.size(), count);
+    ASSERT_EQ(velocities.size(), count);
     const std::vector<double> last_step = compressor.shared_state();
     int sent = 0;
     for (std::size_t i = 0; i < count; ++i) {
       velocity[i] = momentum * velocity[i] + gradient[i];
       // Not masked: the velocity of an entry sent goes on.
-      EXPECT_EQ(state[count + i], velocity[i]) << "step " << step << " entry " << i;
+      EXPECT_EQ(velocities[i], velocity[i]) << "step " << step << " entry " << i;
       // h <- momentum x h + bucket gives back the step sent (one rank: the mean is the sum).
       history[i] = momentum * history[i] + bucket[i];
       EXPECT_NEAR(history[i], last_step[i], 1e-9) << "step " << step << " entry " << i;
@@ -181,6 +192,7 @@ TEST(GradCompressionTest, TopKMomentumCorrectionSendsVelocitiesTheSolverRecovers
   // The state of a snapshot: a compressor given it continues identically.
   TopKCompressor<double> resumed(count, 0.05, nullptr, momentum);
   resumed.set_residual(compressor.residual());
+  resumed.set_velocity(compressor.velocity());
   resumed.set_shared_state(compressor.shared_state());
   const std::vector<float> next = Gaussian(count, 99);
   std::vector<double> a(next.begin(), next.end()), b = a;
@@ -307,7 +319,7 @@ TEST(GradCompressionTest, ReduceBroadcastAndANegativeStartIterAreRefused) {
   GradientSync<float> sync(&net, &comm, SyncMode::kOverlap, 25, 1, nullptr,
                            ParseGradCompression("powersgd:2"));
   EXPECT_FALSE(sync.compressing());
-  EXPECT_TRUE(sync.CompressionResidual().empty());
+  EXPECT_TRUE(sync.CompressionState(GradientSync<float>::StateField::kResidual).empty());
 }
 
 }  // namespace

@@ -155,6 +155,16 @@ TEST_F(SnapshotFilesTest, SolverStateRoundTripsEveryField) {
   SolverState back;
   ReadSolverStateFile(path, &back);
   EXPECT_TRUE(MessageDifferencer::Equals(back, state)) << back.DebugString();
+  // Top-k's momentum-corrected state, version 1: its velocities and momentum too.
+  compression->set_method("topk:0.01");
+  compression->set_version(1);
+  compression->set_momentum(0.9);
+  *compression->add_velocity() = FloatBlob({3, 2}, 1.5f);
+  *compression->add_velocity() = FloatBlob({3, 2}, -1.5f);
+  WriteSolverStateFile(state, Path("topk.solverstate.h5"));
+  SolverState topk_back;
+  ReadSolverStateFile(Path("topk.solverstate.h5"), &topk_back);
+  EXPECT_TRUE(MessageDifferencer::Equals(topk_back, state)) << topk_back.DebugString();
 
   // Caffe's names and shapes.
   Hdf5Reader file(path);

@@ -7,8 +7,10 @@
 
 namespace doppio {
 
-// The state of --grad_compression in a .solverstate (SolverState.compression): every rank's
-// error-feedback residuals and the ranks' shared PowerSGD Q.
+// The state of --grad_compression in a .solverstate (SolverState.compression, version 1):
+// the method's canonical text, every rank's error-feedback residual and (top-k's momentum
+// correction) velocity, the momentum corrected, and the state the ranks share (PowerSGD's Q,
+// top-k's last step).
 
 // Collective: rank 0 receives every rank's residuals and fills `state` (the other ranks
 // leave it alone). Nothing happens when `sync` keeps no compression state.
@@ -20,9 +22,12 @@ void GatherCompressionState(Communicator& comm, const GradientSync<Dtype>& sync,
 // shared state. The same number of ranks continues exactly where the snapshot stopped. On
 // another number of ranks every rank takes the mean of the saved residuals, so that what
 // the ranks still owe adds up to the same contribution to the mean gradient (a warning says
-// the run no longer repeats an uninterrupted one). A state for another method, or none, is
-// ignored with a warning (the residuals start at zero); one whose sizes do not fit the
-// buckets is an Error naming `origin`.
+// the run no longer repeats an uninterrupted one). Top-k state with a velocity resumed by a
+// run that corrects no momentum (another solver, LARC) keeps the residuals and drops the
+// velocities and the last step; the reverse keeps the residuals and starts those at zero;
+// each with a warning that says so. Version 0 files (velocity after the residual in one blob)
+// read the same. A state for another method, or none, is ignored with a warning (the
+// residuals start at zero); one whose sizes do not fit the buckets is an Error naming `origin`.
 template <typename Dtype>
 void RestoreCompressionState(const SolverState& saved, int num_ranks, int rank,
                              const std::string& origin, GradientSync<Dtype>* sync);

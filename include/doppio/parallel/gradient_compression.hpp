@@ -24,10 +24,8 @@ struct GradCompression {
   Method method = Method::kNone;
   double fraction = 1;  // topk
   int rank = 0;         // powersgd
-  // topk: the SGD solver's momentum, for DGC's momentum correction (topk_compressor.hpp);
-  // 0 for plain error feedback. Not part of the flag: DistributedSolver sets it.
-  double momentum = 0;
-  // The flag's value as given ("topk:0.01").
+  // The flag's value in its one canonical form: "topk:0.01" for "topk:.01" or "topk:1e-2",
+  // which is how snapshots name the method.
   std::string text = "none";
 
   bool active() const { return method != Method::kNone; }
@@ -36,6 +34,7 @@ struct GradCompression {
 };
 
 // Throws Error naming --grad_compression for an unknown method or a bad FRACTION or RANK.
+// The result's text is the canonical form.
 GradCompression ParseGradCompression(const std::string& value);
 
 // One parameter of a bucket, as the compressor sees it.
@@ -76,9 +75,12 @@ class BucketCompressor {
   std::size_t bytes_sent() const { return bytes_sent_; }
 
   // Error feedback: what this rank has not sent yet (empty for methods without).
-  std::vector<Dtype> residual();
+  virtual std::vector<Dtype> residual();
   // `values` must have the length residual() has.
-  void set_residual(const std::vector<Dtype>& values);
+  virtual void set_residual(const std::vector<Dtype>& values);
+  // Top-k's velocity, its momentum correction's own per-rank state (empty for the others).
+  virtual std::vector<Dtype> velocity() { return {}; }
+  virtual void set_velocity(const std::vector<Dtype>& values) {}
   // State the ranks share (PowerSGD's Q), empty for methods without.
   virtual std::vector<Dtype> shared_state() { return {}; }
   virtual void set_shared_state(const std::vector<Dtype>& values) {}
@@ -106,10 +108,11 @@ template <typename Dtype>
 void SetBlobValues(const std::vector<Dtype>& values, Blob<Dtype>* blob);
 
 // The compressor of `spec` for a bucket of `count` elements made of `params`; `seed` (the
-// same on every rank) starts PowerSGD's Q. `gpu`: the bucket is in its memory (null: host).
+// same on every rank) starts PowerSGD's Q; `topk_momentum` is the momentum top-k corrects
+// (0: plain error feedback). `gpu`: the bucket is in its memory (null: host).
 template <typename Dtype>
 std::unique_ptr<BucketCompressor<Dtype>> MakeBucketCompressor(
     const GradCompression& spec, std::size_t count, const std::vector<BucketParam>& params,
-    std::uint64_t seed, GpuContext* gpu = nullptr);
+    std::uint64_t seed, double topk_momentum, GpuContext* gpu = nullptr);
 
 }  // namespace doppio

@@ -89,7 +89,7 @@ class GradientSync {
   // reduce_bcast.
   GradientSync(Net<Dtype>* net, Communicator* comm, SyncMode mode, double bucket_mb, int iter_size,
                Timeline* timeline = nullptr, GradCompression compression = GradCompression(),
-               int compression_start_iter = 0);
+               int compression_start_iter = 0, double topk_momentum = 0);
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
 
@@ -113,15 +113,18 @@ class GradientSync {
   std::string Describe() const;
 
   const GradCompression& compression() const { return compression_; }
+  // The momentum top-k's compressors correct (topk_compressor.hpp): the constructor's
+  // topk_momentum where the method is top-k of a FRACTION below 1, else 0.
+  double corrected_momentum() const;
   // Whether the buckets are compressed (a method, and more than one rank).
   bool compressing() const { return !compressors_.empty(); }
-  // The compressors' state, concatenated in bucket order: this rank's residuals (error
-  // feedback) and the state the ranks share (PowerSGD's Q). Empty without.
-  std::vector<Dtype> CompressionResidual() const;
-  std::vector<Dtype> CompressionShared() const;
-  // Replace them; Error when `values` has not the length the getters give.
-  void SetCompressionResidual(const std::vector<Dtype>& values);
-  void SetCompressionShared(const std::vector<Dtype>& values);
+  // One field of the compressors' state, concatenated in bucket order: this rank's residuals
+  // (error feedback) and velocities (top-k's momentum correction), and the state the ranks
+  // share (PowerSGD's Q, top-k's last step). Empty where the method keeps none.
+  enum class StateField { kResidual, kVelocity, kShared };
+  std::vector<Dtype> CompressionState(StateField field) const;
+  // Replaces it; Error when `values` has not the length the getter gives.
+  void SetCompressionState(StateField field, const std::vector<Dtype>& values);
 
   // The solver's hooks, in the order they run in one iteration. `iter`: the solver's
   // iteration (compression starts at compression_start_iter).
@@ -160,6 +163,7 @@ class GradientSync {
   Timeline* timeline_;
   GradCompression compression_;
   int compression_start_iter_;
+  double topk_momentum_;
   std::vector<GradientBucket> buckets_;
   // One per bucket when compressing; empty otherwise.
   std::vector<std::unique_ptr<BucketCompressor<Dtype>>> compressors_;

@@ -31,9 +31,10 @@ namespace doppio {
 // constant rate; weight decay, added after the exchange, keeps the solver's momentum).
 // DGC's momentum factor masking (clearing the velocity of the entries sent) is not done: an
 // entry sent every step would lose its momentum, a step 1 - momentum times the size, and
-// LeNet on Fashion-MNIST lost 0.9 points of accuracy to it (bench/README.md). The residual
-// holds the residual proper, then the velocity; S_(t-1), the same on every rank, is the
-// shared state.
+// LeNet on Fashion-MNIST lost 0.9 points of accuracy to it (bench/README.md). The residual's
+// buffer holds the residual proper, then the velocity (one buffer for the GPU's kernels;
+// residual() and velocity() are each its own); S_(t-1), the same on every rank, is the shared
+// state.
 template <typename Dtype>
 class TopKCompressor : public BucketCompressor<Dtype> {
  public:
@@ -45,6 +46,10 @@ class TopKCompressor : public BucketCompressor<Dtype> {
   std::size_t k() const { return k_; }
   // Whether the momentum correction is on (a momentum, FRACTION < 1).
   bool corrects_momentum() const { return momentum_ != 0; }
+  std::vector<Dtype> residual() override;
+  void set_residual(const std::vector<Dtype>& values) override;
+  std::vector<Dtype> velocity() override;
+  void set_velocity(const std::vector<Dtype>& values) override;
   std::vector<Dtype> shared_state() override;
   void set_shared_state(const std::vector<Dtype>& values) override;
 
@@ -69,6 +74,9 @@ class TopKCompressor : public BucketCompressor<Dtype> {
   // The GPU's selection: the radix histogram, the state of the search, and the counts of
   // each tile of the compaction.
   std::unique_ptr<SyncedMemory> scratch_;
+  // One half of the residual's buffer: 0 the residual, 1 the velocity.
+  std::vector<Dtype> Half(int half);
+  void SetHalf(int half, const std::vector<Dtype>& values);
 };
 
 }  // namespace doppio
