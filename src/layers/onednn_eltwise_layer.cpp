@@ -3,6 +3,7 @@
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <algorithm>
+#include <cmath>
 
 #include "doppio/core/layer_registry.hpp"
 
@@ -52,6 +53,7 @@ bool OnednnEltwiseLayer::LeftToReader(const Blob<float>& bottom) const {
 }
 
 void OnednnEltwiseLayer::PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms) {
+  forward_without_relu_ = dnnl::primitive();
   if (fuses_relu()) {
     forward_ = dnnl::binary(dnnl::binary::primitive_desc(
         dnnl::binary::desc(dnnl::algorithm::binary_add, desc, desc, desc), PostOps(), engine_));
@@ -93,6 +95,19 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
   if (desc != forward_desc_) {
     OnednnCall(this->Describe(), "sum", [&] { PrepareForward(desc, bottom.size()); });
   }
+  // A NaN out of the add needs a NaN or an infinity in (finite values overflow to infinity).
+  const bool caffe_relu =
+      fuses_relu() && std::any_of(bottom.begin(), bottom.end(), [](Blob<float>* blob) {
+        return !std::isfinite(OnednnMaxMagnitude(
+            static_cast<const float*>(blob->data()->raw_cpu_data()), blob->count()));
+      });
+  SetRanCaffeReLU(caffe_relu);
+  if (caffe_relu && !forward_without_relu_) {
+    OnednnCall(this->Describe(), "binary add without relu", [&] {
+      forward_without_relu_ = dnnl::binary(dnnl::binary::primitive_desc(
+          dnnl::binary::desc(dnnl::algorithm::binary_add, desc, desc, desc), engine_));
+    });
+  }
   OnednnPlaceInWorkspace(dst_);
   OnednnCall(this->Describe(), "sum forward", [&] {
     std::unordered_map<int, dnnl::memory> args;
@@ -102,7 +117,11 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
       args[arg] = srcs_[i].Read(stream_, *bottom[i]->data());
     }
     args[DNNL_ARG_DST] = dst_.Write(*top[0]->data());
-    forward_.execute(stream_, args);
+    (caffe_relu ? forward_without_relu_ : forward_).execute(stream_, args);
+    if (caffe_relu) {
+      stream_.wait();
+      OnednnReLUInPlace(dst_.primitive(), relu_slope());
+    }
     dst_.Publish(stream_);
     stream_.wait();
   });

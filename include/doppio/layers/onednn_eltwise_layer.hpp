@@ -20,7 +20,9 @@ namespace doppio {
 // A bottom of coefficient 1 gets a copy of the top diff: where the fusion passes
 // (onednn_fusion.cpp) find that its one reader can do without, the copy is not made.
 // Two bottoms of coefficient 1 (ResNet's shortcut) can compute the in-place ReLU after them
-// (OnednnReLUFusable): oneDNN's binary add with the ReLU as its post-op, one pass.
+// (OnednnReLUFusable): oneDNN's binary add with the ReLU as its post-op, one pass; where a
+// bottom holds a NaN or an infinity (inf - inf is NaN), which the post-op would make 0, the add
+// without it and Caffe's ReLU after.
 class OnednnEltwiseLayer : public EltwiseLayer<float>, public OnednnReLUFusable {
  public:
   explicit OnednnEltwiseLayer(const LayerParameter& param) : EltwiseLayer<float>(param) {}
@@ -58,8 +60,9 @@ class OnednnEltwiseLayer : public EltwiseLayer<float>, public OnednnReLUFusable 
 
   int prepared_count_ = -1;
   dnnl::memory::desc forward_desc_, backward_desc_;
-  // The sum, or with the ReLU fused the binary add.
-  dnnl::primitive forward_;
+  // The sum, or with the ReLU fused the binary add; and that add without the post-op, made
+  // when a bottom first holds a value that is not finite.
+  dnnl::primitive forward_, forward_without_relu_;
   OnednnTensor dst_, diff_dst_, diff_src_;
   std::vector<OnednnTensor> srcs_;
   // Per bottom: diff = coeff * top diff.
