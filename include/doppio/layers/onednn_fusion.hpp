@@ -72,7 +72,8 @@ class OnednnFusionGuest {
   std::uint64_t seen_forwards_ = 0;
 };
 
-// A layer whose primitive can compute the ReLU after it as an eltwise_relu post-op.
+// A layer that can compute the ReLU after it in its own pass: as its primitive's eltwise_relu
+// post-op (the Eltwise SUM in a loop of its own).
 class OnednnReLUFusable : public OnednnFusionHost {
  public:
   virtual ~OnednnReLUFusable() = default;
