@@ -1,9 +1,7 @@
 // The oneDNN engine's fusion passes:
 // - a Convolution, InnerProduct or Eltwise SUM of two (ResNet's shortcut) whose output goes
-//   straight into an in-place ReLU computes the ReLU itself, as oneDNN's eltwise_relu
-//   post-op (the Eltwise in a loop of its own), and the ReLU's Forward does nothing.
-//   One pass over the output instead of two, and no second call. Where the output may hold a
-//   NaN, which the post-op would make 0, the layer runs Caffe's ReLU after its primitive;
+//   straight into an in-place ReLU computes the ReLU itself (OnednnReLUFusable), and the
+//   ReLU's Forward does nothing: one pass over the output instead of two, and no second call;
 // - a BatchNorm followed by an in-place Scale (ResNet's pattern), and maybe an in-place ReLU,
 //   computes all three in one batch normalization primitive with scale, shift and
 //   fuse_norm_relu, forward and backward: two passes over the activations instead of five

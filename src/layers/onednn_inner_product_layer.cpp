@@ -40,19 +40,15 @@ void OnednnInnerProductLayer::Reshape(const BlobVec& bottom, const BlobVec& top)
   backward_prepared_ = false;
 }
 
-dnnl::inner_product_forward::desc OnednnInnerProductLayer::ForwardDesc(
-    const memory::desc& bias) const {
-  const memory::desc src = OnednnPlainDesc({M_, K_}), dst = OnednnPlainDesc({M_, N_});
-  const auto kind = dnnl::prop_kind::forward_training;
-  return bias_term_ ? dnnl::inner_product_forward::desc(kind, src, UserWeightsDesc(), bias, dst)
-                    : dnnl::inner_product_forward::desc(kind, src, UserWeightsDesc(), dst);
-}
-
 void OnednnInnerProductLayer::PrepareForward() {
-  forward_pd_ =
-      dnnl::inner_product_forward::primitive_desc(ForwardDesc(AnyDesc({N_})), PostOps(), engine_);
+  const auto desc = bias_term_ ? dnnl::inner_product_forward::desc(
+                                     dnnl::prop_kind::forward_training, OnednnPlainDesc({M_, K_}),
+                                     UserWeightsDesc(), AnyDesc({N_}), OnednnPlainDesc({M_, N_}))
+                               : dnnl::inner_product_forward::desc(
+                                     dnnl::prop_kind::forward_training, OnednnPlainDesc({M_, K_}),
+                                     UserWeightsDesc(), OnednnPlainDesc({M_, N_}));
+  forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, engine_);
   forward_ = dnnl::inner_product_forward(forward_pd_);
-  forward_without_relu_ = dnnl::inner_product_forward();
   src_.Init(engine_, OnednnPlainDesc({M_, K_}), forward_pd_.src_desc());
   dst_.Init(engine_, OnednnPlainDesc({M_, N_}), forward_pd_.dst_desc());
   weights_.Init(engine_, UserWeightsDesc(), forward_pd_.weights_desc());
@@ -92,46 +88,24 @@ void OnednnInnerProductLayer::AddBiasGradient(const float* top_diff) {
         this->blobs_[1]->mutable_cpu_diff(), N_);
 }
 
-void OnednnInnerProductLayer::RecreateForward() {
-  if (prepared_m_ < 0) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "inner product forward with relu", [&] { PrepareForward(); });
-  backward_prepared_ = false;
-}
-
-bool OnednnInnerProductLayer::OutputMayHoldNaN(const Blob<float>& bottom) {
-  const float input = OnednnMaxMagnitude(bottom.cpu_data(), bottom.count());
-  const float weights = weights_magnitude_.Get(*this->blobs_[0]);
-  const float bias = bias_term_ ? bias_magnitude_.Get(*this->blobs_[1]) : 0.f;
-  return !OnednnBoundStaysFinite(double(K_) * double(input) * double(weights) + double(bias));
-}
-
 void OnednnInnerProductLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   CountForward();
   UseOnednnThreads();
-  const bool caffe_relu = fuses_relu() && OutputMayHoldNaN(*bottom[0]);
-  SetRanCaffeReLU(caffe_relu);
-  if (caffe_relu && !forward_without_relu_) {
-    OnednnCall(this->Describe(), "inner product forward without relu", [&] {
-      forward_without_relu_ =
-          dnnl::inner_product_forward(dnnl::inner_product_forward::primitive_desc(
-              ForwardDesc(forward_pd_.bias_desc()), engine_));
-    });
-  }
   OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "inner product forward", [&] {
     Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])},
               {DNNL_ARG_SRC, src_.Read(stream_, bottom[0]->cpu_data())},
               {DNNL_ARG_DST, dst_.Write(top[0]->mutable_cpu_data())}};
     if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream_, *this->blobs_[1]);
-    (caffe_relu ? forward_without_relu_ : forward_).execute(stream_, args);
-    if (caffe_relu) {
+    forward_.execute(stream_, args);
+    if (fuses_relu()) {
       stream_.wait();
       OnednnReLUInPlace(dst_.primitive(), relu_slope());
     }
     dst_.Publish(stream_);
     stream_.wait();
   });
+  SetRanCaffeReLU(fuses_relu());
 }
 
 void OnednnInnerProductLayer::Backward_cpu(const BlobVec& top,

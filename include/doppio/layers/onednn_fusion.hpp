@@ -72,8 +72,9 @@ class OnednnFusionGuest {
   std::uint64_t seen_forwards_ = 0;
 };
 
-// A layer that can compute the ReLU after it in its own pass: as its primitive's eltwise_relu
-// post-op (the Eltwise SUM in a loop of its own).
+// A layer that can compute the ReLU after it in its own Forward: as its primitive's
+// eltwise_relu post-op (a convolution), with Caffe's kernel on its small output (an inner
+// product), or in its own loop (an Eltwise SUM).
 class OnednnReLUFusable : public OnednnFusionHost {
  public:
   virtual ~OnednnReLUFusable() = default;

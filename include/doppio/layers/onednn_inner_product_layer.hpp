@@ -14,8 +14,9 @@ namespace doppio {
 // weights (num_output x K, or K x num_output with transpose) read where they lie in Caffe's
 // layout. oneDNN's GEMM-based kernels take that layout as it is; a blocked copy would cost
 // a copy of every weight (AlexNet's fc6 alone is 151 MB) for little speed. An in-place ReLU
-// after it can run as its post-op, with Caffe's ReLU after a primitive without it where the
-// output may hold a NaN, as OnednnConvolutionLayer does.
+// after it is Caffe's kernel run on its output after the primitive, and its Backward Caffe's:
+// oneDNN's ReLU post-op makes a NaN 0, and the output (M x N) is small next to what telling
+// beforehand whether one may come out would scan, the input and, after each update, the weights.
 class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnReLUFusable {
  public:
   explicit OnednnInnerProductLayer(const LayerParameter& param) : InnerProductLayer<float>(param) {}
@@ -28,13 +29,10 @@ class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnRe
                     const BlobVec& bottom) override;
 
  private:
-  // The forward primitive's descriptor, its bias in layout `bias`.
-  dnnl::inner_product_forward::desc ForwardDesc(const dnnl::memory::desc& bias) const;
   void PrepareForward();
   void PrepareBackward();
-  void RecreateForward() override;
-  // Whether the output may hold a NaN, which the ReLU post-op would make 0.
-  bool OutputMayHoldNaN(const Blob<float>& bottom);
+  // The ReLU runs after the primitive: nothing to recreate.
+  void RecreateForward() override {}
   // Add this batch's gradients into the parameter blobs' diffs.
   void AddWeightGradient(const float* bottom, const float* top_diff);
   void AddBiasGradient(const float* top_diff);
@@ -48,11 +46,8 @@ class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnRe
 
   dnnl::inner_product_forward::primitive_desc forward_pd_;
   dnnl::inner_product_forward forward_;
-  // The fused forward without its post-op, made when an output first may hold a NaN.
-  dnnl::inner_product_forward forward_without_relu_;
   OnednnTensor src_, dst_;
   OnednnCachedParam weights_, bias_;
-  OnednnParamMagnitude weights_magnitude_, bias_magnitude_;
 
   dnnl::inner_product_backward_data backward_data_;
   OnednnTensor data_diff_dst_, diff_src_;
