@@ -16,6 +16,17 @@ namespace doppio {
 namespace {
 using dnnl::normalization_flags;
 using Args = std::unordered_map<int, dnnl::memory>;
+
+// Caffe's ReLU gradient for slope 0, in place (relu_layer.cpp: it reads the output's sign),
+// over every float of three memories in one layout.
+void ReLUGradient(const dnnl::memory& dst, const dnnl::memory& diff_dst,
+                  const dnnl::memory& diff_src) {
+  const auto* y = static_cast<const float*>(dst.get_data_handle());
+  const auto* dy = static_cast<const float*>(diff_dst.get_data_handle());
+  auto* dx = static_cast<float*>(diff_src.get_data_handle());
+  const std::size_t count = dst.get_desc().get_size() / sizeof(float);
+  for (std::size_t i = 0; i < count; ++i) dx[i] = y[i] > 0.f ? dy[i] : 0.f * dy[i];
+}
 }  // namespace
 
 void OnednnBatchNormLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
@@ -84,6 +95,7 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
   auto flags = normalization_flags::use_scale;
   if (use_global_stats_) flags |= normalization_flags::use_global_stats;
   if (scale_layer_->blobs().size() > 1) flags |= normalization_flags::use_shift;
+  flags_without_relu_ = flags;
   if (fused_relu_) flags |= normalization_flags::fuse_norm_relu;
   // oneDNN 2.6 has jit kernels for batch normalization on its blocked layouts only: on Caffe's
   // NCHW it runs a plain C++ one. Measured on ResNet-50's bn_conv1 shape (8x64x112x112, one
@@ -112,6 +124,8 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
       dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, layout, layout, eps_,
                                                flags),
       engine_, forward_pd));
+  layout_ = layout;
+  forward_without_relu_ = dnnl::batch_normalization_forward();
   if (fused_relu_) workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine_);
   // The input Backward reads, kept in the primitive's layout (in place, the bottom is about
   // to be overwritten): Forward takes its buffer or copies it, and places kept_src_ there.
@@ -128,6 +142,47 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
   for (dnnl::memory* memory : {&mean_memory_, &variance_memory_, &diff_scale_, &diff_shift_}) {
     *memory = dnnl::memory(stats, engine_);
   }
+}
+
+void OnednnBatchNormLayer::PrepareWithoutReLU() {
+  const dnnl::batch_normalization_forward::primitive_desc forward_pd(
+      dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, layout_, eps_,
+                                              flags_without_relu_),
+      engine_);
+  forward_without_relu_ = dnnl::batch_normalization_forward(forward_pd);
+  backward_without_relu_ =
+      dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(
+          dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, layout_, layout_,
+                                                   eps_, flags_without_relu_),
+          engine_, forward_pd));
+  const auto data = OnednnPlainDesc(data_dims_);
+  relu_dst_.Init(engine_, data, layout_);
+  relu_diff_.Init(engine_, data, layout_);
+}
+
+bool OnednnBatchNormLayer::OutputMayHoldNaN(const Blob<float>& bottom) {
+  const auto& params = scale_layer_->blobs();
+  const double input =
+      OnednnMaxMagnitude(static_cast<const float*>(bottom.data()->raw_cpu_data()), bottom.count());
+  const double scale = OnednnMaxMagnitude(params[0]->cpu_data(), channels_);
+  const double shift = params.size() > 1 ? OnednnMaxMagnitude(params[1]->cpu_data(), channels_) : 0;
+  // The output is scale * (x - mean) / sqrt(variance + eps) + shift: bounds on |x - mean| and
+  // on 1 / sqrt(variance + eps).
+  double centred, inverse_deviation;
+  if (use_global_stats_) {
+    const float* variance = Values(variance_memory_);
+    if (!std::isfinite(OnednnMaxMagnitude(variance, channels_))) return true;
+    centred = input + OnednnMaxMagnitude(Values(mean_memory_), channels_);
+    const double lowest = *std::min_element(variance, variance + channels_);
+    inverse_deviation = 1 / std::sqrt(lowest + eps_);
+  } else {
+    // The batch's mean lies within the input's range, and its variance, a mean of squares of
+    // at most (2 input)^2, must not overflow.
+    centred = 2 * input;
+    if (!OnednnBoundStaysFinite(double(num_) * spatial_dim_ * centred * centred)) return true;
+    inverse_deviation = 1 / std::sqrt(double(eps_));
+  }
+  return !OnednnBoundStaysFinite(scale * centred * inverse_deviation + shift);
 }
 
 void OnednnBatchNormLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
@@ -190,6 +245,11 @@ void OnednnBatchNormLayer::UpdateRunningSums() {
 void OnednnBatchNormLayer::ForwardFused(const BlobVec& bottom, const BlobVec& top) {
   const auto& params = scale_layer_->blobs();
   UseOnednnThreads();
+  const bool caffe_relu = fused_relu_ && OutputMayHoldNaN(*bottom[0]);
+  SetRanCaffeReLU(caffe_relu);
+  if (caffe_relu && !forward_without_relu_) {
+    OnednnCall(this->Describe(), "batch normalization without relu", [&] { PrepareWithoutReLU(); });
+  }
   OnednnPlaceInWorkspace(fused_dst_);
   OnednnCall(this->Describe(), "batch normalization forward with scale and shift", [&] {
     const std::size_t bytes = kept_src_.get_desc().get_size();
@@ -224,8 +284,14 @@ void OnednnBatchNormLayer::ForwardFused(const BlobVec& bottom, const BlobVec& to
       shift_.set_data_handle(const_cast<float*>(params[1]->cpu_data()));
       args[DNNL_ARG_SHIFT] = shift_;
     }
-    if (fused_relu_) args[DNNL_ARG_WORKSPACE] = workspace_;
-    forward_.execute(stream_, args);
+    if (caffe_relu) {
+      forward_without_relu_.execute(stream_, args);
+      stream_.wait();
+      OnednnReLUInPlace(fused_dst_.primitive(), 0.f);
+    } else {
+      if (fused_relu_) args[DNNL_ARG_WORKSPACE] = workspace_;
+      forward_.execute(stream_, args);
+    }
     fused_dst_.Publish(stream_);
     stream_.wait();
     if (take) {
@@ -253,14 +319,29 @@ void OnednnBatchNormLayer::ReadDiffFromSum(const OnednnEltwiseLayer* sum, Blob<f
 void OnednnBatchNormLayer::BackwardFused(const BlobVec& top, const BlobVec& bottom) {
   const auto& params = scale_layer_->blobs();
   UseOnednnThreads();
-  OnednnPlaceInWorkspace(fused_diff_dst_, fused_diff_src_);
+  const bool caffe_relu = ran_caffe_relu();
+  if (caffe_relu) {
+    OnednnPlaceInWorkspace(fused_diff_dst_, fused_diff_src_, relu_dst_, relu_diff_);
+  } else {
+    OnednnPlaceInWorkspace(fused_diff_dst_, fused_diff_src_);
+  }
   OnednnCall(this->Describe(), "batch normalization backward with scale and shift", [&] {
     scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));
     // The Eltwise after it left this blob's diff unwritten: the same values are its top's.
     const bool from_sum = sum_ != nullptr && sum_->LeftToReader(*top[0]);
     SyncedMemory& diff_dst = from_sum ? *sum_top_->diff() : *top[0]->diff();
+    dnnl::memory relu_diff_dst = fused_diff_dst_.Read(stream_, diff_dst);
+    if (caffe_relu) {
+      // The ReLU's gradient goes where the unfused ReLU writes it, the blob's diff (never the
+      // Eltwise's top's, which its other bottom reads), and the primitive reads it there.
+      const dnnl::memory& relu_dst = relu_dst_.Read(stream_, *top[0]->data());
+      const dnnl::memory& relu_diff_src = relu_diff_.Write(*bottom[0]->diff());
+      stream_.wait();
+      ReLUGradient(relu_dst, relu_diff_dst, relu_diff_src);
+      relu_diff_dst = relu_diff_src;
+    }
     Args args{{DNNL_ARG_SRC, kept_src_},
-              {DNNL_ARG_DIFF_DST, fused_diff_dst_.Read(stream_, diff_dst)},
+              {DNNL_ARG_DIFF_DST, relu_diff_dst},
               {DNNL_ARG_MEAN, mean_memory_},
               {DNNL_ARG_VARIANCE, variance_memory_},
               {DNNL_ARG_SCALE, scale_},
@@ -271,8 +352,12 @@ void OnednnBatchNormLayer::BackwardFused(const BlobVec& top, const BlobVec& bott
       args[DNNL_ARG_SHIFT] = shift_;
       args[DNNL_ARG_DIFF_SHIFT] = diff_shift_;
     }
-    if (fused_relu_) args[DNNL_ARG_WORKSPACE] = workspace_;
-    backward_.execute(stream_, args);
+    if (caffe_relu) {
+      backward_without_relu_.execute(stream_, args);
+    } else {
+      if (fused_relu_) args[DNNL_ARG_WORKSPACE] = workspace_;
+      backward_.execute(stream_, args);
+    }
     fused_diff_src_.Publish(stream_);
     stream_.wait();
   });

@@ -82,17 +82,22 @@ std::atomic<bool> winograd_allowed{true};
 void SetOnednnConvolutionWinograd(bool allowed) { winograd_allowed = allowed; }
 
 dnnl::convolution_forward::primitive_desc OnednnConvolutionLayer::ForwardPrimitive(
-    dnnl::algorithm algorithm) const {
+    dnnl::algorithm algorithm, bool without_relu) const {
   const Shapes s = ConvShapes();
+  // Without the post-op, in the fused primitive's layouts: both write the tensors set up for it.
+  const memory::desc src = without_relu ? forward_pd_.src_desc() : AnyDesc(s.src);
+  const memory::desc weights = without_relu ? forward_pd_.weights_desc() : AnyDesc(s.weights);
+  const memory::desc bias = without_relu ? forward_pd_.bias_desc() : AnyDesc(s.bias);
+  const memory::desc dst = without_relu ? forward_pd_.dst_desc() : AnyDesc(s.dst);
   const auto desc =
       bias_term_
-          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm,
-                                            AnyDesc(s.src), AnyDesc(s.weights), AnyDesc(s.bias),
-                                            AnyDesc(s.dst), s.strides, s.dilates, s.pad_l, s.pad_r)
-          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm,
-                                            AnyDesc(s.src), AnyDesc(s.weights), AnyDesc(s.dst),
-                                            s.strides, s.dilates, s.pad_l, s.pad_r);
-  return dnnl::convolution_forward::primitive_desc(desc, PostOps(), engine_);
+          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
+                                            weights, bias, dst, s.strides, s.dilates, s.pad_l,
+                                            s.pad_r)
+          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
+                                            weights, dst, s.strides, s.dilates, s.pad_l, s.pad_r);
+  return dnnl::convolution_forward::primitive_desc(
+      desc, without_relu ? dnnl::primitive_attr() : PostOps(), engine_);
 }
 
 void OnednnConvolutionLayer::PrepareForward() {
@@ -124,6 +129,7 @@ void OnednnConvolutionLayer::PrepareForward() {
     forward_pd_ = ForwardPrimitive(dnnl::algorithm::convolution_direct);
   }
   forward_ = dnnl::convolution_forward(forward_pd_);
+  forward_without_relu_ = dnnl::convolution_forward();
   const Shapes s = ConvShapes();
   src_.Init(engine_, OnednnPlainDesc(s.src), forward_pd_.src_desc());
   dst_.Init(engine_, OnednnPlainDesc(s.dst), forward_pd_.dst_desc());
@@ -173,9 +179,29 @@ void OnednnConvolutionLayer::RecreateForward() {
   backward_prepared_ = false;
 }
 
+bool OnednnConvolutionLayer::OutputMayHoldNaN(const BlobVec& bottom) {
+  const float weights = weights_magnitude_.Get(*this->blobs_[0]);
+  const float bias = bias_term_ ? bias_magnitude_.Get(*this->blobs_[1]) : 0.f;
+  // Each output sums this many products of an input and a weight, then adds the bias.
+  const double terms = double(channels_ / group_) * kernel_h_ * kernel_w_;
+  return std::any_of(bottom.begin(), bottom.end(), [&](const Blob<float>* blob) {
+    const float input =
+        OnednnMaxMagnitude(static_cast<const float*>(blob->data()->raw_cpu_data()), blob->count());
+    return !OnednnBoundStaysFinite(terms * double(input) * double(weights) + double(bias));
+  });
+}
+
 void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   CountForward();
   UseOnednnThreads();
+  const bool caffe_relu = fuses_relu() && OutputMayHoldNaN(bottom);
+  SetRanCaffeReLU(caffe_relu);
+  if (caffe_relu && !forward_without_relu_) {
+    OnednnCall(this->Describe(), "convolution forward without relu", [&] {
+      forward_without_relu_ = dnnl::convolution_forward(ForwardPrimitive(algorithm_, true));
+    });
+  }
+  const dnnl::convolution_forward& forward = caffe_relu ? forward_without_relu_ : forward_;
   OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "convolution forward", [&] {
     Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])}};
@@ -183,7 +209,11 @@ void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& t
     for (std::size_t i = 0; i < bottom.size(); ++i) {
       args[DNNL_ARG_SRC] = src_.Read(stream_, *bottom[i]->data());
       args[DNNL_ARG_DST] = dst_.Write(*top[i]->data());
-      forward_.execute(stream_, args);
+      forward.execute(stream_, args);
+      if (caffe_relu) {
+        stream_.wait();
+        OnednnReLUInPlace(dst_.primitive(), relu_slope());
+      }
       dst_.Publish(stream_);
     }
     stream_.wait();

@@ -1,8 +1,7 @@
 // The oneDNN engine's fusion passes:
 // - a Convolution, InnerProduct or Eltwise SUM of two (ResNet's shortcut) whose output goes
-//   straight into an in-place ReLU computes the ReLU itself, as oneDNN's eltwise_relu
-//   post-op, and the ReLU's Forward does nothing.
-//   One pass over the output instead of two, and no second call;
+//   straight into an in-place ReLU computes the ReLU itself (OnednnReLUFusable), and the
+//   ReLU's Forward does nothing: one pass over the output instead of two, and no second call;
 // - a BatchNorm followed by an in-place Scale (ResNet's pattern), and maybe an in-place ReLU,
 //   computes all three in one batch normalization primitive with scale, shift and
 //   fuse_norm_relu, forward and backward: two passes over the activations instead of five
@@ -21,8 +20,21 @@
 #include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
 #include "doppio/layers/onednn_scale_layer.hpp"
+#include "doppio/layers/relu_layer.hpp"
 
 namespace doppio {
+
+bool OnednnBoundStaysFinite(double bound) {
+  // FLT_MAX is just under 2^128; a NaN compares false.
+  constexpr double kLimit = 0x1p104;
+  return bound < kLimit;
+}
+
+void OnednnReLUInPlace(const dnnl::memory& memory, float negative_slope) {
+  float* y = static_cast<float*>(memory.get_data_handle());
+  const std::size_t count = memory.get_desc().get_size() / sizeof(float);
+  for (std::size_t i = 0; i < count; ++i) y[i] = ReLUValue(y[i], negative_slope);
+}
 
 void OnednnFusionGuest::CheckHostRan(const std::string& guest) {
   DOPPIO_ENSURE(host_->forwards() != seen_forwards_)

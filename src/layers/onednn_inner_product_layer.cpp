@@ -47,7 +47,7 @@ void OnednnInnerProductLayer::PrepareForward() {
                                : dnnl::inner_product_forward::desc(
                                      dnnl::prop_kind::forward_training, OnednnPlainDesc({M_, K_}),
                                      UserWeightsDesc(), OnednnPlainDesc({M_, N_}));
-  forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, PostOps(), engine_);
+  forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, engine_);
   forward_ = dnnl::inner_product_forward(forward_pd_);
   src_.Init(engine_, OnednnPlainDesc({M_, K_}), forward_pd_.src_desc());
   dst_.Init(engine_, OnednnPlainDesc({M_, N_}), forward_pd_.dst_desc());
@@ -88,13 +88,6 @@ void OnednnInnerProductLayer::AddBiasGradient(const float* top_diff) {
         this->blobs_[1]->mutable_cpu_diff(), N_);
 }
 
-void OnednnInnerProductLayer::RecreateForward() {
-  if (prepared_m_ < 0) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "inner product forward with relu", [&] { PrepareForward(); });
-  backward_prepared_ = false;
-}
-
 void OnednnInnerProductLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   CountForward();
   UseOnednnThreads();
@@ -105,9 +98,14 @@ void OnednnInnerProductLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& 
               {DNNL_ARG_DST, dst_.Write(top[0]->mutable_cpu_data())}};
     if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream_, *this->blobs_[1]);
     forward_.execute(stream_, args);
+    if (fuses_relu()) {
+      stream_.wait();
+      OnednnReLUInPlace(dst_.primitive(), relu_slope());
+    }
     dst_.Publish(stream_);
     stream_.wait();
   });
+  SetRanCaffeReLU(fuses_relu());
 }
 
 void OnednnInnerProductLayer::Backward_cpu(const BlobVec& top,

@@ -27,6 +27,17 @@ const dnnl::memory& OnednnCachedParam::Get(dnnl::stream& stream, const Blob<floa
   return tensor_.primitive();
 }
 
+float OnednnParamMagnitude::Get(const Blob<float>& blob) {
+  const float* data = blob.cpu_data();
+  const SyncedMemory& storage = blob.data()->storage();
+  if (storage_ != &storage || writes_ != storage.write_count()) {
+    magnitude_ = OnednnMaxMagnitude(data, blob.count());
+    storage_ = &storage;
+    writes_ = storage.write_count();
+  }
+  return magnitude_;
+}
+
 void OnednnParamGradient::Init(const dnnl::engine& engine, const dnnl::memory::desc& primitive,
                                const dnnl::memory::desc& user) {
   scratch_ = dnnl::memory(primitive, engine, DNNL_MEMORY_NONE);

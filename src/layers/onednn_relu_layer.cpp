@@ -41,6 +41,7 @@ void OnednnReLULayer::PrepareFor(const SyncedMemory& data) {
 void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   if (fused()) {
     CheckHostRan(this->Describe());
+    caffe_pass_ = HostRanCaffeReLU();
     return;
   }
   // oneDNN's ReLU makes a NaN 0 (and its backward takes a NaN for positive); Caffe's kernel

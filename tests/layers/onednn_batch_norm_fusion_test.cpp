@@ -5,20 +5,25 @@
 // the running statistics, every parameter gradient (the Scale's included) and the input's
 // gradient, with batch statistics and with use_global_stats, in TRAIN and TEST. Where the
 // BatchNorm does not run in place, or the ReLU is leaky, that part is not fused. A forward
-// pass that starts at a fused layer is refused with an Error naming it.
+// pass that starts at a fused layer is refused with an Error naming it. Inputs holding NaN
+// and infinities give what the CAFFE engine's layers give, a NaN where they give one
+// (fuse_norm_relu would make it 0).
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "doppio/core/net.hpp"
 #include "doppio/layers/onednn_batch_norm_layer.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
 #include "doppio/layers/onednn_scale_layer.hpp"
 #include "engine_comparison.hpp"
+#include "nonfinite_cases.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -249,6 +254,97 @@ TEST(OnednnBatchNormFusionTest, ForwardFromAFusedLayerIsRefused) {
   net->ForwardFromTo(0, index("bn1"));
   EXPECT_FLOAT_EQ(net->ForwardFromTo(index("bn1") + 1, last), whole);
   net->ForwardFromTo(index("bn2"), last);
+}
+
+// A depthwise 1x1 convolution (it keeps each channel's values apart), then BatchNorm, Scale
+// and ReLU in place on its output, all on `engine`: fused on ONEDNN.
+std::unique_ptr<Net<float>> DepthwiseBatchNormReLU(const std::string& engine, Phase phase) {
+  NetParameter param = ParseText<NetParameter>(R"(
+    name: 'bn_nonfinite' force_backward: true
+    layer { name: 'data' type: 'Input' top: 'data'
+            input_param { shape { dim: 2 dim: 16 dim: 4 dim: 4 } } }
+    layer { name: 'conv' type: 'Convolution' bottom: 'data' top: 'conv'
+            convolution_param { num_output: 16 group: 16 kernel_size: 1 bias_term: false
+                                engine: )" + engine +
+                                               R"(
+                                weight_filler { type: 'gaussian' std: 1 } } }
+    layer { name: 'bn' type: 'BatchNorm' bottom: 'conv' top: 'conv'
+            batch_norm_param { engine: )" + engine +
+                                               R"( } }
+    layer { name: 'sc' type: 'Scale' bottom: 'conv' top: 'conv'
+            scale_param { bias_term: true engine: )" +
+                                               engine + R"(
+                          filler { type: 'gaussian' std: 1 }
+                          bias_filler { type: 'gaussian' std: 0.5 } } }
+    layer { name: 'relu' type: 'ReLU' bottom: 'conv' top: 'conv'
+            relu_param { engine: )" + engine + R"( } }
+  )");
+  param.mutable_state()->set_phase(phase);
+  return std::make_unique<Net<float>>(param);
+}
+
+std::vector<float> Values(const float* values, int count) {
+  return std::vector<float>(values, values + count);
+}
+
+// A NaN in channel 1, +inf in channel 5 and -inf in channel 9: outputs, the input's gradient,
+// the parameters' gradients and the running sums as the CAFFE engine gives them. With batch
+// statistics (TRAIN) each of those channels is NaN throughout; with stored ones (TEST) only
+// where the value was, an infinity becoming +inf or 0.
+void ExpectNonFiniteLikeCaffe(Phase phase) {
+  const auto caffe = DepthwiseBatchNormReLU("CAFFE", phase);
+  const auto onednn = DepthwiseBatchNormReLU("ONEDNN", phase);
+  ASSERT_TRUE(BatchNormFused(*onednn, "bn"));
+  ASSERT_TRUE(ReLUFused(*onednn, "relu"));
+  Rng rng(13);
+  const auto& stats = onednn->layer_by_name("bn")->blobs();
+  FillGaussian(stats[0].get(), rng);
+  FillUniform(stats[1].get(), rng, 0.5f, 2.f);
+  stats[2]->mutable_cpu_data()[0] = 1.5f;
+  for (const char* layer : {"conv", "bn", "sc"}) {
+    const auto& from = onednn->layer_by_name(layer)->blobs();
+    const auto& to = caffe->layer_by_name(layer)->blobs();
+    for (std::size_t b = 0; b < from.size(); ++b) to[b]->CopyFrom(*from[b]);
+  }
+  using nonfinite::kInf;
+  for (Net<float>* net : {caffe.get(), onednn.get()}) {
+    nonfinite::Fill(net->blob_by_name("data").get(),
+                    {{16 + 3, nonfinite::kNaN}, {256 + 5 * 16 + 7, kInf}, {9 * 16 + 2, -kInf}});
+    net->Forward();
+  }
+  const Blob<float>& out = *caffe->blob_by_name("conv");
+  const std::vector<float> want = Values(out.cpu_data(), out.count());
+  ASSERT_TRUE(std::any_of(want.begin(), want.end(), [](float x) { return std::isnan(x); }));
+  nonfinite::ExpectSameValues(want, onednn->blob_by_name("conv")->cpu_data(), "output", 1e-4);
+  for (Net<float>* net : {caffe.get(), onednn.get()}) {
+    Blob<float>& top = *net->blob_by_name("conv");
+    for (int i = 0; i < top.count(); ++i) top.mutable_cpu_diff()[i] = float(i % 7 - 3) / 4;
+    net->ClearParamDiffs();
+    net->Backward();
+  }
+  const Blob<float>& data = *caffe->blob_by_name("data");
+  nonfinite::ExpectSameValues(Values(data.cpu_diff(), data.count()),
+                              onednn->blob_by_name("data")->cpu_diff(), "data diff", 1e-4);
+  for (const char* layer : {"conv", "bn", "sc"}) {
+    const auto& got = onednn->layer_by_name(layer)->blobs();
+    const auto& expected = caffe->layer_by_name(layer)->blobs();
+    for (std::size_t b = 0; b < got.size(); ++b) {
+      const std::string what = std::string(layer) + " blob " + std::to_string(b);
+      const Blob<float>& w = *expected[b];
+      nonfinite::ExpectSameValues(Values(w.cpu_data(), w.count()), got[b]->cpu_data(),
+                                  what + " data", 1e-4);
+      nonfinite::ExpectSameValues(Values(w.cpu_diff(), w.count()), got[b]->cpu_diff(),
+                                  what + " diff", 1e-4);
+    }
+  }
+}
+
+TEST(OnednnBatchNormFusionTest, BatchStatisticsPassNonFiniteValuesAsCaffe) {
+  ExpectNonFiniteLikeCaffe(TRAIN);
+}
+
+TEST(OnednnBatchNormFusionTest, StoredStatisticsPassNonFiniteValuesAsCaffe) {
+  ExpectNonFiniteLikeCaffe(TEST);
 }
 
 }  // namespace

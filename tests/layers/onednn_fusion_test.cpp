@@ -3,7 +3,9 @@
 // what the same net computes with its ReLUs writing other blobs, which are not fused: the
 // outputs, the loss, every parameter gradient and the input's gradient, in TRAIN and TEST. A
 // ReLU not in place (as it must be where another layer also reads the convolution's output),
-// with a negative slope, or on the CAFFE engine, is not fused.
+// with a negative slope, or on the CAFFE engine, is not fused. Inputs holding NaN and
+// infinities give what the CAFFE engine's unfused layers give, a NaN where they give one
+// (oneDNN's post-op would make it 0), for Convolution, InnerProduct and Eltwise SUM.
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <gtest/gtest.h>
@@ -12,10 +14,14 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "doppio/core/net.hpp"
+#include "doppio/layers/onednn_conv_layer.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
 #include "engine_comparison.hpp"
+#include "nonfinite_cases.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -175,6 +181,152 @@ TEST(OnednnFusionTest, ForwardFromAFusedReLUIsRefused) {
               {"layer 'relu1' (ReLU)", "layer 'conv1' (Convolution)", "ForwardFromTo"});
   net->ForwardFromTo(0, relu1 - 1);
   net->ForwardFromTo(relu1, last);
+}
+
+// `layer` ("%ENGINE%": its engine) reading 'a' (and 'b' with two bottoms) of dims `shape`,
+// and an in-place ReLU of `slope` on its output 'out', both on `engine`: fused on ONEDNN.
+std::unique_ptr<Net<float>> LayerWithReLU(const std::string& layer, int bottoms,
+                                          const std::string& shape, float slope,
+                                          const std::string& engine) {
+  const std::string input = "shape { " + shape + " } ";
+  std::string text =
+      "name: 'nonfinite' force_backward: true "
+      "layer { name: 'in' type: 'Input' top: 'a' " +
+      std::string(bottoms == 2 ? "top: 'b' " : "") + "input_param { " + input +
+      (bottoms == 2 ? input : "") + "} } layer { name: 'l' " + layer + " bottom: 'a' " +
+      (bottoms == 2 ? "bottom: 'b' " : "") +
+      "top: 'out' } layer { name: 'relu' type: 'ReLU' bottom: 'out' top: 'out' "
+      "relu_param { negative_slope: " +
+      std::to_string(slope) + " engine: %ENGINE% } }";
+  const std::string mark = "%ENGINE%";
+  for (auto at = text.find(mark); at != std::string::npos; at = text.find(mark)) {
+    text.replace(at, mark.size(), engine);
+  }
+  return MakeNet(text, TRAIN);
+}
+
+std::vector<float> Values(const float* values, int count) {
+  return std::vector<float>(values, values + count);
+}
+
+// The fused layer and ReLU on ONEDNN, and the same layers unfused on CAFFE, given the same
+// parameters and inputs holding the non-finite values `special` (per bottom: index and value):
+// the same outputs, a NaN where CAFFE's has one, and the same bottom and parameter gradients.
+// With `winograd` (its results round differently) only where CAFFE's output is NaN, and with a
+// slope of 0 only (oneDNN's Winograd kernels take no other post-op).
+void ExpectNonFiniteLikeCaffe(const std::string& layer, const std::string& shape,
+                              const std::vector<std::vector<std::pair<int, float>>>& special,
+                              bool winograd = false) {
+  const int bottoms = static_cast<int>(special.size());
+  for (const float slope : winograd ? std::vector<float>{0.f} : std::vector<float>{0.f, 0.25f}) {
+    SCOPED_TRACE("negative_slope " + std::to_string(slope));
+    const auto caffe = LayerWithReLU(layer, bottoms, shape, slope, "CAFFE");
+    const auto onednn = LayerWithReLU(layer, bottoms, shape, slope, "ONEDNN");
+    ASSERT_TRUE(Fused(*onednn, "relu"));
+    if (winograd) {
+      const auto* conv =
+          dynamic_cast<const OnednnConvolutionLayer*>(onednn->layer_by_name("l").get());
+      ASSERT_TRUE(conv != nullptr && conv->winograd());
+    }
+    for (std::size_t p = 0; p < caffe->learnable_params().size(); ++p) {
+      caffe->learnable_params()[p]->CopyFrom(*onednn->learnable_params()[p]);
+    }
+    const char* names[] = {"a", "b"};
+    for (int b = 0; b < bottoms; ++b) {
+      nonfinite::Fill(caffe->blob_by_name(names[b]).get(), special[b]);
+      nonfinite::Fill(onednn->blob_by_name(names[b]).get(), special[b]);
+    }
+    caffe->Forward();
+    onednn->Forward();
+    const Blob<float>& out = *caffe->blob_by_name("out");
+    std::vector<float> want = Values(out.cpu_data(), out.count());
+    const float* got = onednn->blob_by_name("out")->cpu_data();
+    ASSERT_TRUE(std::any_of(want.begin(), want.end(), [](float x) { return std::isnan(x); }));
+    if (winograd) {
+      // Its transforms spread a value that is not finite over a tile, and mix an infinity
+      // with others into NaN: only CAFFE's NaN are compared.
+      for (int i = 0; i < out.count(); ++i) {
+        if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(got[i])) << "out " << i << ": " << got[i];
+      }
+      continue;
+    }
+    nonfinite::ExpectSameValues(want, got, "out", 1e-4);
+    for (Net<float>* net : {caffe.get(), onednn.get()}) {
+      Blob<float>& top = *net->blob_by_name("out");
+      for (int i = 0; i < top.count(); ++i) top.mutable_cpu_diff()[i] = float(i % 7 - 3) / 4;
+      net->ClearParamDiffs();
+      net->Backward();
+    }
+    for (int b = 0; b < bottoms; ++b) {
+      const Blob<float>& diff = *caffe->blob_by_name(names[b]);
+      nonfinite::ExpectSameValues(Values(diff.cpu_diff(), diff.count()),
+                                  onednn->blob_by_name(names[b])->cpu_diff(),
+                                  std::string(names[b]) + " diff", 1e-4);
+    }
+    for (std::size_t p = 0; p < caffe->learnable_params().size(); ++p) {
+      const Blob<float>& want_diff = *caffe->learnable_params()[p];
+      nonfinite::ExpectSameValues(Values(want_diff.cpu_diff(), want_diff.count()),
+                                  onednn->learnable_params()[p]->cpu_diff(),
+                                  "gradient of parameter " + std::to_string(p), 1e-4);
+    }
+  }
+}
+
+using nonfinite::kInf;
+using nonfinite::kNaN;
+
+TEST(OnednnFusionTest, ConvolutionPassesNonFiniteValuesAsCaffe) {
+  // A NaN, +inf and -inf in different images and channels; a 5x5 kernel has no Winograd.
+  ExpectNonFiniteLikeCaffe(
+      "type: 'Convolution' convolution_param { num_output: 16 kernel_size: 5 pad: 2 "
+      "engine: %ENGINE% weight_filler { type: 'gaussian' std: 0.3 } "
+      "bias_filler { type: 'gaussian' std: 0.3 } }",
+      "dim: 2 dim: 3 dim: 8 dim: 8", {{{10, kNaN}, {64 + 27, kInf}, {3 * 64 + 40, -kInf}}});
+}
+
+// Finite inputs whose output could overflow (inf - inf is NaN) run Caffe's ReLU too; ordinary
+// ones keep the post-op.
+TEST(OnednnFusionTest, OnlyOutputsThatMayHoldNaNLeaveThePostOp) {
+  const auto net = LayerWithReLU(
+      "type: 'Convolution' convolution_param { num_output: 16 kernel_size: 5 pad: 2 "
+      "engine: %ENGINE% weight_filler { type: 'gaussian' std: 0.3 } }",
+      1, "dim: 2 dim: 3 dim: 8 dim: 8", 0.f, "ONEDNN");
+  const auto* conv = dynamic_cast<const OnednnFusionHost*>(net->layer_by_name("l").get());
+  ASSERT_NE(conv, nullptr);
+  Blob<float>& a = *net->blob_by_name("a");
+  for (const auto& [value, caffe] : {std::pair{1.f, false}, {1e20f, false}, {1e35f, true}}) {
+    std::fill_n(a.mutable_cpu_data(), a.count(), value);
+    net->Forward();
+    EXPECT_EQ(conv->ran_caffe_relu(), caffe) << "inputs " << value;
+  }
+}
+
+TEST(OnednnFusionTest, WinogradConvolutionPassesNaNAsCaffe) {
+  SetOnednnConvolutionWinograd(true);
+  const std::string conv =
+      "type: 'Convolution' convolution_param { num_output: 16 kernel_size: 3 pad: 1 "
+      "engine: %ENGINE% weight_filler { type: 'gaussian' std: 0.3 } }";
+  const auto probe = LayerWithReLU(conv, 1, "dim: 1 dim: 16 dim: 8 dim: 8", 0.f, "ONEDNN");
+  if (!static_cast<const OnednnConvolutionLayer*>(probe->layer_by_name("l").get())->winograd()) {
+    GTEST_SKIP() << "no Winograd kernel in this machine's oneDNN for the shape";
+  }
+  ExpectNonFiniteLikeCaffe(conv, "dim: 1 dim: 16 dim: 8 dim: 8",
+                           {{{100, kNaN}, {300, kInf}, {700, -kInf}}}, /*winograd=*/true);
+}
+
+TEST(OnednnFusionTest, InnerProductPassesNonFiniteValuesAsCaffe) {
+  // Image 0 holds a NaN, 1 +inf, 2 -inf, 3 nothing but finite values.
+  ExpectNonFiniteLikeCaffe(
+      "type: 'InnerProduct' inner_product_param { num_output: 6 engine: %ENGINE% "
+      "weight_filler { type: 'gaussian' std: 0.3 } bias_filler { type: 'gaussian' std: 0.3 } }",
+      "dim: 4 dim: 2 dim: 3 dim: 3", {{{4, kNaN}, {18 + 7, kInf}, {36 + 2, -kInf}}});
+}
+
+TEST(OnednnFusionTest, EltwiseSumPassesNonFiniteValuesAsCaffe) {
+  // A NaN; +inf meeting -inf (NaN); +inf and -inf meeting finite values.
+  ExpectNonFiniteLikeCaffe("type: 'Eltwise' eltwise_param { operation: SUM engine: %ENGINE% }",
+                           "dim: 2 dim: 16 dim: 3 dim: 3",
+                           {{{5, kNaN}, {40, kInf}, {200, -kInf}}, {{40, -kInf}, {77, kInf}}});
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // ranks sharing one GPU (staged through MPI), and with NCCL when every rank has its own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -689,49 +690,63 @@ TEST_F(DistributedTest, AnUnreadableSnapshotStopsEveryRank) {
   EXPECT_EQ(trainer.solver()->iter(), 0);
 }
 
+// The last rank puts a NaN of iteration 3 in its images or, with `in_gradient`, in its gradient
+// of ip1's weights, which the other ranks see only in the summed gradients.
 TEST_F(DistributedTest, ANaNOnOneRankStopsEveryRankWithOneMessageAndNoSnapshotOfIt) {
   const int last = N() - 1;
-  for (SyncMode mode : {SyncMode::kOverlap, SyncMode::kReduceBroadcast}) {
-    SCOPED_TRACE(SyncModeName(mode));
-    const std::string prefix = Dir() + "/nan_" + SyncModeName(mode);
-    SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch), 1, 20,
-                                  "snapshot: 1 snapshot_prefix: '" + prefix + "'");
-    DistributedSolver<float> trainer(param, World(), Options(mode));
-    Solver<float>* solver = trainer.solver();
-    auto* net = solver->net().get();
-    // The last rank's images of iteration 3 hold a NaN: only its forward pass shows it; every
-    // rank sees it in the summed gradients, and the message is the last rank's, which found it
-    // in a forward output.
-    net->add_after_forward([=](int id) {
-      if (id == 0 && World()->rank() == last && solver->iter() == 3) {
-        net->top_vecs()[0][0]->mutable_cpu_data()[5] = std::nanf("");
+  for (const bool in_gradient : {false, true}) {
+    for (SyncMode mode : {SyncMode::kOverlap, SyncMode::kReduceBroadcast}) {
+      SCOPED_TRACE(std::string(SyncModeName(mode)) + (in_gradient ? ", in a gradient" : ""));
+      const std::string prefix =
+          Dir() + "/nan_" + SyncModeName(mode) + (in_gradient ? "_gradient" : "");
+      SolverParameter param = Param("SGD", Net(Dir(), kBatch, kBatch), 1, 20,
+                                    "snapshot: 1 snapshot_prefix: '" + prefix + "'");
+      DistributedSolver<float> trainer(param, World(), Options(mode));
+      Solver<float>* solver = trainer.solver();
+      auto* net = solver->net().get();
+      const auto& names = net->layer_names();
+      const int ip1 =
+          static_cast<int>(std::find(names.begin(), names.end(), "ip1") - names.begin());
+      net->add_after_forward([=](int id) {
+        if (!in_gradient && id == 0 && World()->rank() == last && solver->iter() == 3) {
+          net->top_vecs()[0][0]->mutable_cpu_data()[5] = std::nanf("");
+        }
+      });
+      net->add_before_backward([=](int id) {
+        if (in_gradient && id == ip1 && World()->rank() == last && solver->iter() == 3) {
+          net->layers()[id]->blobs()[0]->mutable_cpu_diff()[5] = std::nanf("");
+        }
+      });
+      std::string message;
+      try {
+        trainer.Solve();
+        ADD_FAILURE() << "training should have diverged";
+      } catch (const AgreedError& error) {
+        EXPECT_EQ(error.code(), ExitCode::kDiverged);
+        message = error.what();
       }
-    });
-    std::string message;
-    try {
-      trainer.Solve();
-      ADD_FAILURE() << "training should have diverged";
-    } catch (const AgreedError& error) {
-      EXPECT_EQ(error.code(), ExitCode::kDiverged);
-      message = error.what();
+      // A NaN in the images makes the last rank's loss NaN (NaN propagates through every
+      // layer): that rank stops before the update in either mode, naming the images. One in a
+      // gradient shows only once the gradients are summed: rank 0 (under reduce_bcast the only
+      // rank that holds them and updates) stops on the weights the update made, naming the
+      // first NaN in the arena's order.
+      const int origin_rank = in_gradient ? 0 : last;
+      const std::string origin = N() == 1 ? "" : "rank " + std::to_string(origin_rank) + ": ";
+      const std::string why =
+          in_gradient ? "the update made weights NaN or infinite" : "the loss is nan";
+      EXPECT_EQ(message.find(origin + "Iteration 3 (lr = 0.05): training diverged: " + why), 0u)
+          << message;
+      const std::string where = in_gradient ? "the diff of param #0 of layer 'ip1' (InnerProduct)"
+                                            : "top blob 'data' of layer 'data' (Data)";
+      EXPECT_NE(message.find(where), std::string::npos) << message;
+      std::string rank0_message = message;
+      World()->BroadcastBytes(&rank0_message, 0, "test: rank 0's message");
+      EXPECT_EQ(message, rank0_message);
+      World()->Barrier();
+      EXPECT_TRUE(fs::exists(prefix + "_iter_3.caffemodel"));
+      EXPECT_FALSE(fs::exists(prefix + "_iter_4.caffemodel"));
+      EXPECT_FALSE(fs::exists(prefix + "_iter_4.solverstate"));
     }
-    // Under reduce_bcast only rank 0 holds the summed gradients and updates: the other ranks
-    // have no gradient to check, and the report is rank 0's, which names the first NaN in the
-    // arena's order (the last layer's parameters first: NaN propagates through every layer).
-    const bool from_last = mode != SyncMode::kReduceBroadcast;
-    const std::string origin =
-        N() == 1 ? "" : "rank " + std::to_string(from_last ? last : 0) + ": ";
-    EXPECT_EQ(message.find(origin + "Iteration 3 (lr = 0.05): training diverged: "), 0u) << message;
-    const std::string where = from_last || N() == 1 ? "top blob 'data' of layer 'data' (Data)"
-                                                    : "param #0 of layer 'ip1' (InnerProduct)";
-    EXPECT_NE(message.find(where), std::string::npos) << message;
-    std::string rank0_message = message;
-    World()->BroadcastBytes(&rank0_message, 0, "test: rank 0's message");
-    EXPECT_EQ(message, rank0_message);
-    World()->Barrier();
-    EXPECT_TRUE(fs::exists(prefix + "_iter_3.caffemodel"));
-    EXPECT_FALSE(fs::exists(prefix + "_iter_4.caffemodel"));
-    EXPECT_FALSE(fs::exists(prefix + "_iter_4.solverstate"));
   }
 }
 

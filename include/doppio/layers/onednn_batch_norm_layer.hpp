@@ -28,6 +28,10 @@ namespace doppio {
 // and shift gradients to the Scale's parameter diffs. The input arriving in that layout (a
 // convolution's output) is kept without a copy: the output goes to a buffer of the layer's,
 // which becomes the blob's, and the blob's old buffer, the input, becomes the kept one.
+// fuse_norm_relu makes a NaN 0, where Caffe's ReLU passes it on: where the input, the scale
+// and shift, and the statistics bound the output to finite values, it runs; otherwise
+// primitives without it do, Caffe's ReLU after the forward one and its gradient before the
+// backward one.
 class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHost {
  public:
   explicit OnednnBatchNormLayer(const LayerParameter& param) : BatchNormLayer<float>(param) {}
@@ -50,6 +54,11 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
  private:
   void Prepare();
   void PrepareFused(const dnnl::memory::desc& data, const dnnl::memory::desc& stats);
+  // The fused primitives without fuse_norm_relu, and the tensors their ReLU reads and writes.
+  void PrepareWithoutReLU();
+  // Whether the fused output may hold a NaN, which fuse_norm_relu would make 0. Called with
+  // the statistics Forward uses in place where they are the stored ones.
+  bool OutputMayHoldNaN(const Blob<float>& bottom);
   void ForwardFused(const BlobVec& bottom, const BlobVec& top);
   void BackwardFused(const BlobVec& top, const BlobVec& bottom);
   // Caffe's running sums from this batch's mean and (biased) variance.
@@ -76,6 +85,14 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   bool fused_relu_ = false;
   dnnl::memory shift_, diff_shift_, workspace_;
   OnednnTensor fused_dst_, fused_diff_dst_, fused_diff_src_;
+  // The fused primitives' layout and flags without fuse_norm_relu; the primitives without it,
+  // made when an output first may hold a NaN; and for the ReLU's gradient before them, its
+  // output and its bottom diff (the blob's) in that layout.
+  dnnl::memory::desc layout_;
+  dnnl::normalization_flags flags_without_relu_ = dnnl::normalization_flags::none;
+  dnnl::batch_normalization_forward forward_without_relu_;
+  dnnl::batch_normalization_backward backward_without_relu_;
+  OnednnTensor relu_dst_, relu_diff_;
   // The input Backward reads, in the primitive's layout: the blob's buffer Forward took, or a
   // copy reordered into a buffer of the layer's (an input arriving in another layout); then
   // the next Forward's output buffer where it takes the input again. kept_src_ views it.

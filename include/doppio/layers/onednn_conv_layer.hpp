@@ -21,7 +21,10 @@ void SetOnednnConvolutionWinograd(bool allowed);
 // on the first Backward for a shape). oneDNN picks the activations' and weights' layouts;
 // blobs stay in Caffe's NCHW and are reordered around each call, while the weights in
 // oneDNN's layout are cached until the parameters are written again. On the GPU it is the
-// CAFFE ConvolutionLayer. An in-place ReLU after it can run as its post-op (OnednnReLUFusable).
+// CAFFE ConvolutionLayer. An in-place ReLU after it can run as its post-op (OnednnReLUFusable):
+// before each Forward the largest magnitudes of the input, weights and bias bound the output,
+// and where that bound allows a NaN (an input or parameter that is not finite, or an output
+// that could overflow) a second primitive without the post-op runs, and Caffe's ReLU after it.
 class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLUFusable {
  public:
   explicit OnednnConvolutionLayer(const LayerParameter& param) : ConvolutionLayer<float>(param) {}
@@ -44,7 +47,12 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLU
     dnnl::memory::dims src, weights, bias, dst, strides, dilates, pad_l, pad_r;
   };
   Shapes ConvShapes() const;
-  dnnl::convolution_forward::primitive_desc ForwardPrimitive(dnnl::algorithm algorithm) const;
+  // The forward primitive in `algorithm` with the post-op where one is fused, its tensors in the
+  // layouts oneDNN prefers; or, `without_relu`, the same primitive as forward_pd_ without it.
+  dnnl::convolution_forward::primitive_desc ForwardPrimitive(dnnl::algorithm algorithm,
+                                                             bool without_relu = false) const;
+  // Whether the output may hold a NaN, which the ReLU post-op would make 0.
+  bool OutputMayHoldNaN(const BlobVec& bottom);
   void PrepareForward();
   void PrepareBackward();
   void RecreateForward() override;
@@ -59,8 +67,11 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLU
 
   dnnl::convolution_forward::primitive_desc forward_pd_;
   dnnl::convolution_forward forward_;
+  // The fused forward without its post-op, made when an output first may hold a NaN.
+  dnnl::convolution_forward forward_without_relu_;
   OnednnTensor src_, dst_;
   OnednnCachedParam weights_, bias_;
+  OnednnParamMagnitude weights_magnitude_, bias_magnitude_;
 
   dnnl::convolution_backward_data backward_data_;
   OnednnTensor data_diff_dst_, diff_src_;

@@ -20,7 +20,8 @@ namespace doppio {
 // A bottom of coefficient 1 gets a copy of the top diff: where the fusion passes
 // (onednn_fusion.cpp) find that its one reader can do without, the copy is not made.
 // Two bottoms of coefficient 1 (ResNet's shortcut) can compute the in-place ReLU after them
-// (OnednnReLUFusable): oneDNN's binary add with the ReLU as its post-op, one pass.
+// (OnednnReLUFusable): Caffe's ReLU of their sum in one pass of Doppio's own, as fast as
+// oneDNN's binary add with the ReLU post-op, which makes a NaN 0.
 class OnednnEltwiseLayer : public EltwiseLayer<float>, public OnednnReLUFusable {
  public:
   explicit OnednnEltwiseLayer(const LayerParameter& param) : EltwiseLayer<float>(param) {}
@@ -58,8 +59,8 @@ class OnednnEltwiseLayer : public EltwiseLayer<float>, public OnednnReLUFusable 
 
   int prepared_count_ = -1;
   dnnl::memory::desc forward_desc_, backward_desc_;
-  // The sum, or with the ReLU fused the binary add.
-  dnnl::primitive forward_;
+  // The sum (not made where the ReLU is fused).
+  dnnl::sum forward_;
   OnednnTensor dst_, diff_dst_, diff_src_;
   std::vector<OnednnTensor> srcs_;
   // Per bottom: diff = coeff * top diff.

@@ -13,7 +13,10 @@ namespace doppio {
 // InnerProduct on oneDNN (engine ONEDNN, float): the bottom viewed as an M x K matrix, the
 // weights (num_output x K, or K x num_output with transpose) read where they lie in Caffe's
 // layout. oneDNN's GEMM-based kernels take that layout as it is; a blocked copy would cost
-// a copy of every weight (AlexNet's fc6 alone is 151 MB) for little speed.
+// a copy of every weight (AlexNet's fc6 alone is 151 MB) for little speed. An in-place ReLU
+// after it is Caffe's kernel run on its output after the primitive, and its Backward Caffe's:
+// oneDNN's ReLU post-op makes a NaN 0, and the output (M x N) is small next to what telling
+// beforehand whether one may come out would scan, the input and, after each update, the weights.
 class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnReLUFusable {
  public:
   explicit OnednnInnerProductLayer(const LayerParameter& param) : InnerProductLayer<float>(param) {}
@@ -28,7 +31,8 @@ class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnRe
  private:
   void PrepareForward();
   void PrepareBackward();
-  void RecreateForward() override;
+  // The ReLU runs after the primitive: nothing to recreate.
+  void RecreateForward() override {}
   // Add this batch's gradients into the parameter blobs' diffs.
   void AddWeightGradient(const float* bottom, const float* top_diff);
   void AddBiasGradient(const float* top_diff);

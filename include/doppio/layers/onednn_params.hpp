@@ -29,6 +29,18 @@ class OnednnCachedParam {
   bool valid_ = false;
 };
 
+// A parameter blob's largest magnitude (OnednnMaxMagnitude), scanned again only when its
+// storage was written since the last scan, as OnednnCachedParam reorders.
+class OnednnParamMagnitude {
+ public:
+  float Get(const Blob<float>& blob);
+
+ private:
+  const SyncedMemory* storage_ = nullptr;
+  std::uint64_t writes_ = 0;
+  float magnitude_ = 0;
+};
+
 // A parameter gradient a primitive computes: it writes a scratch buffer in its own layout,
 // which AddTo then adds into the blob's diff in Caffe's layout, as Caffe's layers accumulate
 // parameter gradients. Where the layouts differ the scratch is first reordered into a second,

@@ -20,7 +20,8 @@ namespace doppio {
 // Backward where the host computes the gradient too (BatchNorm's fuse_norm_relu). Otherwise
 // Backward is unchanged: it reads the output's sign, which the fused output has.
 // An input holding a NaN (checked every Forward) runs Caffe's kernels, forward and backward:
-// oneDNN's ReLU makes a NaN 0. A fused ReLU is oneDNN's post-op and still does.
+// oneDNN's ReLU makes a NaN 0. A fused ReLU whose host's output may hold one is Caffe's kernel
+// run by the host, and its Backward is Caffe's too.
 class OnednnReLULayer : public ReLULayer<float>, public OnednnFusionGuest {
  public:
   explicit OnednnReLULayer(const LayerParameter& param) : ReLULayer<float>(param) {}
@@ -49,7 +50,8 @@ class OnednnReLULayer : public ReLULayer<float>, public OnednnFusionGuest {
   dnnl::memory::desc prepared_desc_;
   bool from_output_ = false;
   bool skip_backward_ = false;
-  // The last Forward's input held a NaN: it ran, and Backward runs, Caffe's kernels.
+  // The last Forward's input held a NaN (fused: the host ran Caffe's kernel): it ran, and
+  // Backward runs, Caffe's kernels.
   bool caffe_pass_ = false;
   dnnl::eltwise_forward forward_;
   dnnl::eltwise_backward backward_;

@@ -21,9 +21,12 @@ namespace doppio {
 void SetOnednnKeepsBlockedLayouts(bool keep);
 bool OnednnKeepsBlockedLayouts();
 
-// Whether `count` floats hold a NaN (in any layout: a oneDNN layout held in a blob has no
-// padding). oneDNN's MAX pooling, ReLU and softmax drop a NaN, so their layers run Caffe's
-// kernels on an input that holds one.
+// The largest magnitude among `count` floats (in any layout: a oneDNN layout held in a blob
+// has no padding): a NaN where one of them is, else infinity where one is infinite.
+float OnednnMaxMagnitude(const float* data, int count);
+
+// Whether `count` floats hold a NaN. oneDNN's MAX pooling, ReLU and softmax drop a NaN, so
+// their layers run Caffe's kernels on an input that holds one.
 bool OnednnHasNaN(const float* data, int count);
 
 // A blob's host bytes held in a oneDNN layout (SyncedMemory's HostLayout): what a primitive
