@@ -31,11 +31,12 @@ std::map<std::string, typename LayerRegistry<Dtype>::TypeEntry>& LayerRegistry<D
 
 template <typename Dtype>
 void LayerRegistry<Dtype>::AddCreator(const std::string& type, const std::string& engine,
-                                      Creator creator, Unsupported unsupported) {
+                                      Creator creator, Unsupported unsupported,
+                                      NotPreferred not_preferred) {
   auto& engines = Table()[type].engines;
   CHECK(engines.count(engine) == 0)
       << "layer type " << type << " registered twice for engine " << engine;
-  engines[engine] = Entry{std::move(creator), std::move(unsupported)};
+  engines[engine] = Entry{std::move(creator), std::move(unsupported), std::move(not_preferred)};
 }
 
 template <typename Dtype>
@@ -82,9 +83,15 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
   const auto reason = [&param](const Entry& entry) {
     return entry.unsupported ? entry.unsupported(param) : std::string();
   };
+  // What DEFAULT may pick: an engine that can run the configuration and prefers it.
   const auto usable = [&](const char* engine) {
     const auto entry = engines.find(engine);
-    return entry != engines.end() && reason(entry->second).empty();
+    if (entry == engines.end() || !reason(entry->second).empty()) return false;
+    const std::string elsewhere =
+        entry->second.not_preferred ? entry->second.not_preferred(param) : std::string();
+    VLOG_IF(1, !elsewhere.empty()) << "layer '" << param.name() << "' (" << param.type()
+                                   << "): DEFAULT leaves engine " << engine << ": " << elsewhere;
+    return elsewhere.empty();
   };
   if (requested == "DEFAULT") {
     // The library's kernels take over where they registered and can run the configuration:

@@ -269,8 +269,6 @@ namespace {
 // other published net here has multiples of 16. A layer that asks for engine ONEDNN gets it.
 std::string NotByDefault(const LayerParameter& param) {
   const ConvolutionParameter& conv = param.convolution_param();
-  const std::string unsupported = OnednnConvolutionLayer::Unsupported(param);
-  if (!unsupported.empty() || conv.engine() == ConvolutionParameter::ONEDNN) return unsupported;
   const unsigned group = std::max(conv.group(), 1u);
   if (conv.num_output() % group == 0 && (conv.num_output() / group) % 16 == 0) return "";
   return "its output channels per group are not a multiple of 16, which oneDNN pads and Caffe's "
@@ -278,7 +276,8 @@ std::string NotByDefault(const LayerParameter& param) {
 }
 }  // namespace
 
-DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF(Convolution, ONEDNN, OnednnConvolutionLayer, NotByDefault);
+DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF_PREFERRED(Convolution, ONEDNN, OnednnConvolutionLayer,
+                                                OnednnConvolutionLayer::Unsupported, NotByDefault);
 
 }  // namespace doppio
 

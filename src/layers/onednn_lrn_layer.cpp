@@ -2,8 +2,11 @@
 
 #ifdef DOPPIO_WITH_ONEDNN
 
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "doppio/core/layer_registry.hpp"
@@ -128,22 +131,33 @@ namespace {
 // CAFFE. A layer that asks for engine ONEDNN gets it either way.
 std::string NotByDefault(const LayerParameter& param) {
   const LRNParameter& lrn = param.lrn_param();
-  if (lrn.engine() == LRNParameter::ONEDNN) return "";
-  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  const dnnl::memory::desc probe({2, 32, 16, 16}, dnnl::memory::data_type::f32,
-                                 dnnl::memory::format_tag::nchw);
-  const bool jit = OnednnCall(param.name(), "lrn", [&] {
-    return JitLRN(engine, Algorithm(lrn.norm_region()), probe, lrn.local_size(), lrn.alpha(),
-                  lrn.beta(), lrn.k())
-        .has_value();
-  });
-  if (jit) return "";
+  // Which parameters oneDNN 2.6 has jit kernels for is written in its sources only (and
+  // depends on the CPU's instructions): it is probed, once per set of parameters, since a
+  // probe builds up to eight primitive descriptors.
+  using Key = std::tuple<int, unsigned, float, float, float>;
+  static std::mutex mutex;
+  static std::map<Key, bool> probed;
+  const Key key{lrn.norm_region(), lrn.local_size(), lrn.alpha(), lrn.beta(), lrn.k()};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = probed.find(key);
+  if (found == probed.end()) {
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    const dnnl::memory::desc probe({2, 32, 16, 16}, dnnl::memory::data_type::f32,
+                                   dnnl::memory::format_tag::nchw);
+    const bool jit = OnednnCall(param.name(), "lrn", [&] {
+      return JitLRN(engine, Algorithm(lrn.norm_region()), probe, lrn.local_size(), lrn.alpha(),
+                    lrn.beta(), lrn.k())
+          .has_value();
+    });
+    found = probed.emplace(key, jit).first;
+  }
+  if (found->second) return "";
   return "oneDNN has no jit LRN kernel for these parameters, and its plain one is slower than "
          "CAFFE's; engine ONEDNN runs it when asked";
 }
 }  // namespace
 
-DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF(LRN, ONEDNN, OnednnLRNLayer, NotByDefault);
+DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF_PREFERRED(LRN, ONEDNN, OnednnLRNLayer, nullptr, NotByDefault);
 
 }  // namespace doppio
 

@@ -14,6 +14,26 @@ LayerParameter Param(const std::string& text) {
 
 const char* kConv = "type: 'Convolution' convolution_param { num_output: 16 kernel_size: 1 }";
 
+// A type of this test only: CAFFE, and an ONEDNN engine that can run every configuration but
+// prefers those whose num_output is even.
+std::shared_ptr<Layer<float>> NoLayer(const LayerParameter&) { return nullptr; }
+std::string OddOutputs(const LayerParameter& param) {
+  return param.convolution_param().num_output() % 2 ? "odd" : "";
+}
+const LayerRegisterer<float> g_caffe("TestPreference", NoLayer, LayerTraits());
+const LayerRegisterer<float> g_onednn("TestPreference", "ONEDNN", NoLayer, nullptr, OddOutputs);
+
+TEST(LayerEngineTest, DefaultTakesThePreferredEngineAndANamedOneIsGiven) {
+  const auto engine = [](const std::string& conv) {
+    return LayerRegistry<float>::ChooseEngine(
+        Param("type: 'TestPreference' convolution_param { " + conv + " }"), Mode::CPU);
+  };
+  EXPECT_EQ(engine("num_output: 2"), "ONEDNN");
+  EXPECT_EQ(engine("num_output: 3"), "CAFFE");
+  EXPECT_EQ(engine("num_output: 3 engine: ONEDNN"), "ONEDNN");
+  EXPECT_EQ(engine("num_output: 2 engine: CAFFE"), "CAFFE");
+}
+
 #ifdef DOPPIO_WITH_ONEDNN
 TEST(LayerEngineTest, CpuModePrefersOnednnWhereItApplies) {
   EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param(kConv), Mode::CPU), "ONEDNN");

@@ -84,9 +84,13 @@ class LayerRegistry {
   using Creator = std::function<std::shared_ptr<Layer<Dtype>>(const LayerParameter&)>;
   // Returns why an engine cannot run a layer configuration, or "" when it can.
   using Unsupported = std::function<std::string(const LayerParameter&)>;
+  // Returns why DEFAULT should leave a configuration the engine can run to another engine
+  // (which runs it faster), or "" when DEFAULT may pick it. Never asked for a layer that
+  // names the engine: that layer gets it whenever the engine can run it.
+  using NotPreferred = std::function<std::string(const LayerParameter&)>;
 
   static void AddCreator(const std::string& type, const std::string& engine, Creator creator,
-                         Unsupported unsupported = nullptr);
+                         Unsupported unsupported = nullptr, NotPreferred not_preferred = nullptr);
   // Once per type: with its CAFFE engine, or alone for a type Doppio refuses.
   static void AddTraits(const std::string& type, LayerTraits traits);
   // Creates the layer for `mode`; throws Error naming the layer and the type when the type
@@ -104,6 +108,7 @@ class LayerRegistry {
   struct Entry {
     Creator creator;
     Unsupported unsupported;
+    NotPreferred not_preferred;
   };
   struct TypeEntry {
     LayerTraits traits;
@@ -118,8 +123,10 @@ template <typename Dtype>
 struct LayerRegisterer {
   LayerRegisterer(const std::string& type, const std::string& engine,
                   typename LayerRegistry<Dtype>::Creator creator,
-                  typename LayerRegistry<Dtype>::Unsupported unsupported = nullptr) {
-    LayerRegistry<Dtype>::AddCreator(type, engine, std::move(creator), std::move(unsupported));
+                  typename LayerRegistry<Dtype>::Unsupported unsupported = nullptr,
+                  typename LayerRegistry<Dtype>::NotPreferred not_preferred = nullptr) {
+    LayerRegistry<Dtype>::AddCreator(type, engine, std::move(creator), std::move(unsupported),
+                                     std::move(not_preferred));
   }
   // The default engine, with the type's traits.
   LayerRegisterer(const std::string& type, typename LayerRegistry<Dtype>::Creator creator,
@@ -164,21 +171,27 @@ struct LayerRegisterer {
 
 // Like DOPPIO_REGISTER_LAYER_ENGINE_IF, for an engine that computes in float only: a double
 // layer that asks for it gets an Error saying so, and DEFAULT does not choose it.
-#define DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF(type, engine, klass, unsupported)         \
-  static ::doppio::LayerRegisterer<float> g_##klass##_##engine##_f(                     \
-      #type, #engine,                                                                   \
-      [](const ::doppio::LayerParameter& p) {                                           \
-        return std::shared_ptr<::doppio::Layer<float>>(new klass(p));                   \
-      },                                                                                \
-      unsupported);                                                                     \
-  static ::doppio::LayerRegisterer<double> g_##klass##_##engine##_d(                    \
-      #type, #engine,                                                                   \
-      [](const ::doppio::LayerParameter&) -> std::shared_ptr<::doppio::Layer<double>> { \
-        LOG(FATAL) << "engine " #engine " was chosen for a double " #type " layer";     \
-        return nullptr;                                                                 \
-      },                                                                                \
-      [](const ::doppio::LayerParameter&) {                                             \
-        return std::string("engine " #engine " computes in float only, not double");    \
+#define DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF(type, engine, klass, unsupported) \
+  DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF_PREFERRED(type, engine, klass, unsupported, nullptr)
+
+// Like DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF, with `not_preferred` (LayerRegistry's
+// NotPreferred): where DEFAULT leaves a configuration the engine can run to CAFFE.
+#define DOPPIO_REGISTER_LAYER_ENGINE_FLOAT_IF_PREFERRED(type, engine, klass, unsupported, \
+                                                        not_preferred)                    \
+  static ::doppio::LayerRegisterer<float> g_##klass##_##engine##_f(                       \
+      #type, #engine,                                                                     \
+      [](const ::doppio::LayerParameter& p) {                                             \
+        return std::shared_ptr<::doppio::Layer<float>>(new klass(p));                     \
+      },                                                                                  \
+      unsupported, not_preferred);                                                        \
+  static ::doppio::LayerRegisterer<double> g_##klass##_##engine##_d(                      \
+      #type, #engine,                                                                     \
+      [](const ::doppio::LayerParameter&) -> std::shared_ptr<::doppio::Layer<double>> {   \
+        LOG(FATAL) << "engine " #engine " was chosen for a double " #type " layer";       \
+        return nullptr;                                                                   \
+      },                                                                                  \
+      [](const ::doppio::LayerParameter&) {                                               \
+        return std::string("engine " #engine " computes in float only, not double");      \
       })
 
 // REGISTER_LAYER_CLASS(Convolution) registers ConvolutionLayer under type "Convolution".
