@@ -70,6 +70,21 @@ double Spin(Communicator* comm, long rounds) {
   return x;
 }
 
+// The least-squares slope through the origin of the points (x, y) added: sum(x y) / sum(x^2),
+// 0 without points.
+class SlopeThroughOrigin {
+ public:
+  void Add(double x, double y) {
+    num_ += x * y;
+    den_ += x * x;
+  }
+  double value() const { return den_ > 0 ? num_ / den_ : 0.0; }
+
+ private:
+  double num_ = 0;
+  double den_ = 0;
+};
+
 std::vector<double> Sizes(double max_bytes) {
   std::vector<double> sizes = {8};
   for (double bytes = 1024; bytes <= max_bytes; bytes *= 4) sizes.push_back(bytes);
@@ -197,13 +212,11 @@ void FitAlphaBeta(const std::vector<CalibrationPoint>& ping_pong, LinkCost* link
   for (const auto& point : ping_pong) {
     if (point.bytes <= 16384) link->alpha = std::min(link->alpha, point.seconds);
   }
-  double num = 0, den = 0;
+  SlopeThroughOrigin beta;
   for (const auto& point : ping_pong) {
-    if (point.bytes < 1024) continue;
-    num += point.bytes * (point.seconds - link->alpha);
-    den += point.bytes * point.bytes;
+    if (point.bytes >= 1024) beta.Add(point.bytes, point.seconds - link->alpha);
   }
-  link->beta = std::max(0.0, den > 0 ? num / den : 0.0);
+  link->beta = std::max(0.0, beta.value());
   link->beta_curve.clear();
   for (const auto& point : ping_pong) {
     if (point.bytes < kMinBetaCurveBytes) continue;
@@ -217,17 +230,15 @@ double FitGamma(const std::vector<CalibrationPoint>& allreduce, int ranks, const
   moving.gamma = 0;
   LinkCost reduce_only;
   reduce_only.gamma = 1;
-  double num = 0, den = 0;
+  SlopeThroughOrigin gamma;
   for (const auto& point : allreduce) {
     const auto seconds = [&](const LinkCost& cost) {
       return CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kAllreduce, point.bytes,
                                ranks, cost);
     };
-    const double reduced = seconds(reduce_only);
-    num += reduced * (point.seconds - seconds(moving));
-    den += reduced * reduced;
+    gamma.Add(seconds(reduce_only), point.seconds - seconds(moving));
   }
-  return std::max(0.0, den > 0 ? num / den : 0.0);
+  return std::max(0.0, gamma.value());
 }
 
 double FitBroadcastFactor(const std::vector<CalibrationPoint>& broadcast, int ranks,
@@ -235,17 +246,15 @@ double FitBroadcastFactor(const std::vector<CalibrationPoint>& broadcast, int ra
   LinkCost latency_only, wire_only;
   latency_only.alpha = link.alpha;
   wire_only.beta = link.beta;
-  double num = 0, den = 0;
+  SlopeThroughOrigin factor;
   for (const auto& point : broadcast) {
     const auto seconds = [&](const LinkCost& cost) {
       return CollectiveSeconds(CollectiveLibrary::kOpenMpi, CollectiveKind::kBroadcast, point.bytes,
                                ranks, cost);
     };
-    const double wire = seconds(wire_only);
-    num += wire * (point.seconds - seconds(latency_only));
-    den += wire * wire;
+    factor.Add(seconds(wire_only), point.seconds - seconds(latency_only));
   }
-  return den > 0 && num > 0 ? num / den : 1.0;
+  return factor.value() > 0 ? factor.value() : 1.0;
 }
 
 std::vector<CpuCostPoint> FitCpuCurve(const std::vector<SpinPoint>& spins, int shared_cores) {
