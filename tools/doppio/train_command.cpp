@@ -76,7 +76,8 @@ namespace {
 
 // Reads and checks the flags and the solver file (the same on every rank). With --gpu each
 // rank opens the GPU its local rank picks.
-SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* options) {
+SolverParameter TrainingParameters(const Communicator& comm, const std::optional<SlurmJob>& job,
+                                   ParallelOptions* options) {
   DOPPIO_ENSURE(!FLAGS_solver.empty()) << "train: --solver is required (the solver prototxt)";
   DOPPIO_ENSURE(FLAGS_snapshot.empty() || FLAGS_weights.empty())
       << "train: give --snapshot to resume training or --weights to fine-tune, not both";
@@ -106,7 +107,6 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
 
   SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
   UpgradeSnapshotPrefix(FLAGS_solver, &solver_param);
-  const std::optional<SlurmJob> job = SlurmJobFromEnvironment();
   if (FLAGS_snapshot_prefix_from_job) {
     DOPPIO_ENSURE(job.has_value())
         << "train: --snapshot_prefix_from_job needs a Slurm job (SLURM_JOB_ID is not set); "
@@ -156,7 +156,8 @@ SolverParameter TrainingParameters(const Communicator& comm, ParallelOptions* op
 
 // --resume=auto on rank 0: the newest complete snapshot, or "" to start afresh; each start is
 // recorded, and the same start again and again reported as a requeue loop.
-std::string NewestSnapshotToResume(const SolverParameter& solver_param) {
+std::string NewestSnapshotToResume(const SolverParameter& solver_param,
+                                   const std::optional<SlurmJob>& job) {
   const std::string& prefix = solver_param.snapshot_prefix();
   std::vector<std::string> passed_over;
   const std::optional<FoundSnapshot> found = NewestCompleteSnapshot(prefix, &passed_over);
@@ -171,7 +172,6 @@ std::string NewestSnapshotToResume(const SolverParameter& solver_param) {
               << "' yet: training starts from iteration 0";
   }
   const int iter = found ? found->iter : 0;
-  const std::optional<SlurmJob> job = SlurmJobFromEnvironment();
   ResumeHistory history(prefix);
   const int in_a_row =
       history.Record(iter, job ? Describe(*job) : "process " + std::to_string(getpid()));
@@ -196,15 +196,14 @@ ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   std::string error;
   ExitCode code = ExitCode::kUserError;
   std::string resume_file = FLAGS_snapshot;
+  const std::optional<SlurmJob> job = SlurmJobFromEnvironment();
   try {
     sigint_effect = ParseSolverAction(FLAGS_sigint_effect, "sigint_effect");
     sighup_effect = ParseSolverAction(FLAGS_sighup_effect, "sighup_effect");
-    solver_param = TrainingParameters(*comm, &options);
+    solver_param = TrainingParameters(*comm, job, &options);
     if (comm->rank() == 0) {
-      if (const std::optional<SlurmJob> job = SlurmJobFromEnvironment()) {
-        LOG(INFO) << Describe(*job);
-      }
-      if (FLAGS_resume == "auto") resume_file = NewestSnapshotToResume(solver_param);
+      if (job) LOG(INFO) << Describe(*job);
+      if (FLAGS_resume == "auto") resume_file = NewestSnapshotToResume(solver_param, job);
     }
   } catch (const Error& caught) {
     ok = false;
