@@ -276,12 +276,38 @@ const char* StateFieldName(int field) {
 }  // namespace
 
 template <typename Dtype>
+std::vector<Dtype> GradientSync<Dtype>::Field(BucketCompressor<Dtype>& compressor,
+                                              StateField field) {
+  switch (field) {
+    case StateField::kResidual:
+      return compressor.residual();
+    case StateField::kVelocity:
+      return compressor.velocity();
+    case StateField::kShared:
+      break;
+  }
+  return compressor.shared_state();
+}
+
+template <typename Dtype>
+void GradientSync<Dtype>::SetField(BucketCompressor<Dtype>& compressor, StateField field,
+                                   const std::vector<Dtype>& values) {
+  switch (field) {
+    case StateField::kResidual:
+      return compressor.set_residual(values);
+    case StateField::kVelocity:
+      return compressor.set_velocity(values);
+    case StateField::kShared:
+      break;
+  }
+  compressor.set_shared_state(values);
+}
+
+template <typename Dtype>
 std::vector<Dtype> GradientSync<Dtype>::CompressionState(StateField field) const {
   std::vector<Dtype> values;
   for (const auto& compressor : compressors_) {
-    const std::vector<Dtype> part = field == StateField::kResidual   ? compressor->residual()
-                                    : field == StateField::kVelocity ? compressor->velocity()
-                                                                     : compressor->shared_state();
+    const std::vector<Dtype> part = Field(*compressor, field);
     values.insert(values.end(), part.begin(), part.end());
   }
   return values;
@@ -295,19 +321,9 @@ void GradientSync<Dtype>::SetCompressionState(StateField field, const std::vecto
       << StateFieldName(static_cast<int>(field)) << " for buckets that hold " << expected;
   auto next = values.begin();
   for (const auto& compressor : compressors_) {
-    if (field == StateField::kResidual) {
-      const std::size_t size = compressor->residual().size();
-      compressor->set_residual(std::vector<Dtype>(next, next + size));
-      next += size;
-    } else if (field == StateField::kVelocity) {
-      const std::size_t size = compressor->velocity().size();
-      compressor->set_velocity(std::vector<Dtype>(next, next + size));
-      next += size;
-    } else {
-      const std::size_t size = compressor->shared_state().size();
-      compressor->set_shared_state(std::vector<Dtype>(next, next + size));
-      next += size;
-    }
+    const std::size_t size = Field(*compressor, field).size();
+    SetField(*compressor, field, std::vector<Dtype>(next, next + size));
+    next += size;
   }
 }
 

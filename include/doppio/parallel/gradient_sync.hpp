@@ -151,6 +151,10 @@ class GradientSync {
   void LaunchReady();
   void Launch(int bucket);
   std::string BucketLabel(int bucket) const;
+  // One compressor's part of a state field, and its replacement.
+  static std::vector<Dtype> Field(BucketCompressor<Dtype>& compressor, StateField field);
+  static void SetField(BucketCompressor<Dtype>& compressor, StateField field,
+                       const std::vector<Dtype>& values);
   // Runs `step` and records it as a compute span of the codec.
   template <typename Step>
   void Codec(const std::string& name, Step step);
