@@ -17,7 +17,9 @@ Configurations take turns for --rounds rounds; each keeps its best.
 
 Nets: lenet reads the MNIST training LMDB (data/mnist/get_mnist.sh makes it); cifar10_quick
 reads an LMDB of random CIFAR-10 records made here with convert_cifar_data (its transform is
-a scale, as LeNet's: the mean file is left out on both sides).
+a scale, as LeNet's: the mean file is left out on both sides); alexnet, googlenet and
+resnet50 read an LMDB of random Datum records made here at the crop's size (227 or 224), so
+that both sides feed the net the same pixels with the same scale and no crop or mirror.
 
     /usr/bin/python3 bench/cpu_train_vs_pytorch.py
     /usr/bin/python3 bench/cpu_train_vs_pytorch.py --nets=lenet --iterations=300 --ranks2 --loaded
@@ -35,9 +37,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+# iterations/warmup: the default run for the net (the ImageNet nets take 0.5-3 s a step on
+# two cores, so fewer, and their records are made at the crop's size: see make_image_lmdb).
 NETS = {
-    'lenet': dict(batch=64, shape=(1, 28, 28), classes=10, lr=0.01),
-    'cifar10_quick': dict(batch=100, shape=(3, 32, 32), classes=10, lr=0.001),
+    'lenet': dict(batch=64, shape=(1, 28, 28), classes=10, lr=0.01, iterations=200, warmup=20),
+    'cifar10_quick': dict(batch=100, shape=(3, 32, 32), classes=10, lr=0.001, iterations=200,
+                          warmup=20),
+    'alexnet': dict(batch=16, shape=(3, 227, 227), classes=1000, lr=0.01, iterations=14,
+                    warmup=4),
+    'googlenet': dict(batch=8, shape=(3, 224, 224), classes=1000, lr=0.01, iterations=12,
+                      warmup=4),
+    'resnet50': dict(batch=8, shape=(3, 224, 224), classes=1000, lr=0.01, iterations=8,
+                     warmup=2),
 }
 LINE = re.compile(r'^I(\d{4}) (\d\d:\d\d:\d\d\.\d+) .*Iteration (\d+), loss = ')
 
@@ -68,6 +79,22 @@ def make_cifar_lmdb(build, folder, items):
     return os.path.join(folder, 'cifar10_train_lmdb')
 
 
+def make_image_lmdb(pb2, folder, shape, classes, items):
+    """Random uint8 Datum records of `shape` (C, H, W) with random labels."""
+    import lmdb
+    import numpy as np
+    path = os.path.join(folder, 'images_%dx%d_lmdb' % shape[1:])
+    rng = np.random.RandomState(0)
+    with lmdb.open(path, map_size=1 << 32) as env:
+        with env.begin(write=True) as txn:
+            for i in range(items):
+                datum = pb2.Datum(channels=shape[0], height=shape[1], width=shape[2],
+                                  label=int(rng.randint(classes)),
+                                  data=rng.randint(0, 256, shape, dtype=np.uint8).tobytes())
+                txn.put(b'%08d' % i, datum.SerializeToString())
+    return path
+
+
 def write_solver(pb2, net, source, batch, iterations, display, folder):
     """models/<net>/train_val.prototxt reading `source`, TRAIN only, and its solver."""
     from google.protobuf import text_format
@@ -82,6 +109,8 @@ def write_solver(pb2, net, source, batch, iterations, display, folder):
             layer.data_param.source = source
             layer.data_param.batch_size = batch
             layer.transform_param.ClearField('mean_file')
+            layer.transform_param.ClearField('crop_size')
+            layer.transform_param.ClearField('mirror')
             layer.transform_param.scale = 0.00390625
         if layer.type == 'Accuracy':
             continue
@@ -224,8 +253,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--build', default=os.path.join(ROOT, 'build'))
     ap.add_argument('--nets', default='lenet,cifar10_quick')
-    ap.add_argument('--iterations', type=int, default=200)
-    ap.add_argument('--warmup', type=int, default=20)
+    ap.add_argument('--iterations', type=int, help="default: the net's (NETS)")
+    ap.add_argument('--warmup', type=int, help="default: the net's (NETS)")
     ap.add_argument('--rounds', type=int, default=2)
     ap.add_argument('--mnist', default=os.path.join(ROOT, 'data', 'mnist', 'mnist_train_lmdb'))
     ap.add_argument('--ranks2', action='store_true', help='also two ranks of one core each')
@@ -235,28 +264,32 @@ def main():
     pb2 = doppio_pb2(args.build)
     import torch
     cores = len(os.sched_getaffinity(0))
-    print('doppio train vs a PyTorch %s loop, %d cores, %d iterations (rate after %d), '
-          'best of %d rounds' % (torch.__version__, cores, args.iterations, args.warmup,
-                                 args.rounds))
+    print('doppio train vs a PyTorch %s loop, %d cores, best of %d rounds'
+          % (torch.__version__, cores, args.rounds))
     with tempfile.TemporaryDirectory() as folder:
         for net in args.nets.split(','):
             batch = NETS[net]['batch']
+            iterations = args.iterations or NETS[net]['iterations']
+            warmup = args.warmup or NETS[net]['warmup']
             if net == 'lenet':
                 source = os.path.abspath(args.mnist)
                 if not os.path.isdir(source):
                     sys.exit('no MNIST LMDB at %s: run data/mnist/get_mnist.sh' % source)
-            else:
+            elif net == 'cifar10_quick':
                 source = make_cifar_lmdb(args.build, folder, 20 * batch)
-            display = args.warmup
-            solver = write_solver(pb2, net, source, batch, args.iterations, display, folder)
+            else:
+                source = make_image_lmdb(pb2, folder, NETS[net]['shape'], NETS[net]['classes'],
+                                         4 * batch)
+            display = warmup
+            solver = write_solver(pb2, net, source, batch, iterations, display, folder)
 
             def doppio(env=None, flags=(), ranks=1, solver=solver):
                 return lambda: doppio_rate(args.build, solver, env or {}, list(flags), ranks,
                                            display)
 
             def pytorch(threads=0, workers=0):
-                return lambda: torch_rate(net, source, pb2, batch, args.iterations,
-                                          args.warmup, threads, workers)
+                return lambda: torch_rate(net, source, pb2, batch, iterations, warmup, threads,
+                                          workers)
             runs = {'doppio default': doppio(),
                     'doppio --threads=1': doppio(flags=['--threads=1']),
                     'doppio ACTIVE': doppio(env={'OMP_WAIT_POLICY': 'ACTIVE'}),
@@ -264,13 +297,12 @@ def main():
                     'pytorch 1 thread': pytorch(threads=1),
                     'pytorch 1 data worker': pytorch(threads=max(1, cores - 1), workers=1)}
             if args.ranks2:
-                half = write_solver(pb2, net, source, batch // 2, args.iterations, display,
-                                    folder)
+                half = write_solver(pb2, net, source, batch // 2, iterations, display, folder)
                 runs['doppio 2x1 default'] = doppio(ranks=2, solver=half)
                 runs['doppio 2x1 ACTIVE'] = doppio(env={'OMP_WAIT_POLICY': 'ACTIVE'},
                                                    ranks=2, solver=half)
                 runs['pytorch 2x1 DDP'] = lambda: torch_ddp_rate(
-                    net, source, args.build, batch // 2, args.iterations, args.warmup)
+                    net, source, args.build, batch // 2, iterations, warmup)
             best = best_of(args.rounds, runs)
             if args.loaded:
                 busy = subprocess.Popen([sys.executable, '-c', 'while True: pass'])
@@ -280,7 +312,8 @@ def main():
                 finally:
                     busy.kill()
                 best.update(loaded)
-            print('\n%s, batch %d (global)' % (net, batch))
+            print('\n%s, batch %d (global), %d iterations (rate after %d), load %.1f at the end'
+                  % (net, batch, iterations, warmup, os.getloadavg()[0]))
             print('%-32s %10s' % ('configuration', 'iter/s'))
             for name, rate in best.items():
                 print('%-32s %10.1f' % (name, rate))

@@ -35,7 +35,16 @@ std::size_t OnednnAligned(std::size_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-void* OnednnWorkspace(std::size_t bytes) { return HostWorkspace(bytes); }
+namespace {
+thread_local std::uint64_t placements = 0;
+}  // namespace
+
+void* OnednnWorkspace(std::size_t bytes) {
+  ++placements;
+  return HostWorkspace(bytes);
+}
+
+std::uint64_t OnednnWorkspacePlacements() { return placements; }
 
 }  // namespace doppio
 

@@ -250,7 +250,7 @@ void OnednnBatchNormLayer::ForwardFused(const BlobVec& bottom, const BlobVec& to
   if (caffe_relu && !forward_without_relu_) {
     OnednnCall(this->Describe(), "batch normalization without relu", [&] { PrepareWithoutReLU(); });
   }
-  OnednnPlaceInWorkspace(fused_dst_);
+  OnednnPlaceInWorkspace(&fused_dst_);
   OnednnCall(this->Describe(), "batch normalization forward with scale and shift", [&] {
     const std::size_t bytes = kept_src_.get_desc().get_size();
     if (!kept_ || kept_->size() != bytes) kept_ = std::make_shared<SyncedMemory>(bytes);
@@ -321,9 +321,9 @@ void OnednnBatchNormLayer::BackwardFused(const BlobVec& top, const BlobVec& bott
   UseOnednnThreads();
   const bool caffe_relu = ran_caffe_relu();
   if (caffe_relu) {
-    OnednnPlaceInWorkspace(fused_diff_dst_, fused_diff_src_, relu_dst_, relu_diff_);
+    OnednnPlaceInWorkspace(&fused_diff_dst_, &fused_diff_src_, &relu_dst_, &relu_diff_);
   } else {
-    OnednnPlaceInWorkspace(fused_diff_dst_, fused_diff_src_);
+    OnednnPlaceInWorkspace(&fused_diff_dst_, &fused_diff_src_);
   }
   OnednnCall(this->Describe(), "batch normalization backward with scale and shift", [&] {
     scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));

@@ -2,6 +2,8 @@
 
 #ifdef DOPPIO_WITH_ONEDNN
 
+#include <algorithm>
+
 #include "doppio/core/layer_registry.hpp"
 
 namespace doppio {
@@ -97,8 +99,13 @@ void OnednnConcatLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
       OnednnCall(this->Describe(), "concat", [&] { Prepare(bottom, *top[0], {}); });
     }
   }
-  std::vector<OnednnTensor*> transient{&dst_};
-  for (auto& src : srcs_) transient.push_back(&src);
+  std::vector<OnednnTensor*> transient{dst_.ForWrite(*top[0]->data())};
+  for (std::size_t k = 0; k < parts_.size(); ++k) {
+    // A bottom concatenated twice may be turned to Caffe's layout by its first read.
+    const Blob<float>* blob = bottom[parts_[k]];
+    const bool repeated = std::count(bottom.begin(), bottom.end(), blob) > 1;
+    transient.push_back(repeated ? &srcs_[k] : srcs_[k].ForRead(*blob->data()));
+  }
   OnednnPlaceAllInWorkspace(transient);
   OnednnCall(this->Describe(), "concat forward", [&] {
     std::unordered_map<int, dnnl::memory> args;

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 
+#include "doppio/core/layer_fusion.hpp"
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/util/memory_usage.hpp"
 
 namespace doppio {
 
@@ -82,7 +84,7 @@ std::atomic<bool> winograd_allowed{true};
 void SetOnednnConvolutionWinograd(bool allowed) { winograd_allowed = allowed; }
 
 dnnl::convolution_forward::primitive_desc OnednnConvolutionLayer::ForwardPrimitive(
-    dnnl::algorithm algorithm, bool without_relu) const {
+    dnnl::algorithm algorithm, bool without_relu, dnnl::scratchpad_mode scratchpad) const {
   const Shapes s = ConvShapes();
   // Without the post-op, in the fused primitive's layouts: both write the tensors set up for it.
   const memory::desc src = without_relu ? forward_pd_.src_desc() : AnyDesc(s.src);
@@ -96,8 +98,9 @@ dnnl::convolution_forward::primitive_desc OnednnConvolutionLayer::ForwardPrimiti
                                             s.pad_r)
           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
                                             weights, dst, s.strides, s.dilates, s.pad_l, s.pad_r);
-  return dnnl::convolution_forward::primitive_desc(
-      desc, without_relu ? dnnl::primitive_attr() : PostOps(), engine_);
+  dnnl::primitive_attr attr = without_relu ? dnnl::primitive_attr() : PostOps();
+  attr.set_scratchpad_mode(scratchpad);
+  return dnnl::convolution_forward::primitive_desc(desc, attr, engine_);
 }
 
 void OnednnConvolutionLayer::PrepareForward() {
@@ -107,6 +110,7 @@ void OnednnConvolutionLayer::PrepareForward() {
   // 2.5x on 56x56 and 28x28, 1.3 to 1.8x on 7x7), in every direction. It rounds differently:
   // within 1e-3 of the direct result relative to the output's RMS (the tests' bound).
   algorithm_ = dnnl::algorithm::convolution_direct;
+  winograd_scratchpad_bytes_ = 0;
   bool winograd = false;
   if (winograd_allowed && kernel_h_ == 3 && kernel_w_ == 3 && stride_h_ == 1 && stride_w_ == 1 &&
       dilation_h_ == 1 && dilation_w_ == 1 && group_ == 1) {
@@ -116,15 +120,16 @@ void OnednnConvolutionLayer::PrepareForward() {
     } catch (const dnnl::error&) {
       // No Winograd kernel for this shape or machine: the direct one below.
     }
+    if (winograd) {
+      winograd_scratchpad_bytes_ = ForwardPrimitive(dnnl::algorithm::convolution_winograd, false,
+                                                    dnnl::scratchpad_mode::user)
+                                       .scratchpad_desc()
+                                       .get_size();
+      winograd = winograd_scratchpad_bytes_ <= winograd_limit_;
+    }
   }
   if (winograd) {
     algorithm_ = dnnl::algorithm::convolution_winograd;
-    // Its rounding differs from the direct algorithm's: say so once, with how to turn it off.
-    if (!winograd_logged_) {
-      LOG(INFO) << this->Describe()
-                << ": Winograd's algorithm (doppio --onednn_winograd=false: the direct one)";
-      winograd_logged_ = true;
-    }
   } else {
     forward_pd_ = ForwardPrimitive(dnnl::algorithm::convolution_direct);
   }
@@ -133,8 +138,9 @@ void OnednnConvolutionLayer::PrepareForward() {
   const Shapes s = ConvShapes();
   src_.Init(engine_, OnednnPlainDesc(s.src), forward_pd_.src_desc());
   dst_.Init(engine_, OnednnPlainDesc(s.dst), forward_pd_.dst_desc());
-  weights_.Init(engine_, OnednnPlainDesc(s.weights), forward_pd_.weights_desc());
-  if (bias_term_) bias_.Init(engine_, OnednnPlainDesc(s.bias), forward_pd_.bias_desc());
+  const bool kept = this->phase_ == TEST;
+  weights_.Init(engine_, OnednnPlainDesc(s.weights), forward_pd_.weights_desc(), kept);
+  if (bias_term_) bias_.Init(engine_, OnednnPlainDesc(s.bias), forward_pd_.bias_desc(), kept);
 }
 
 void OnednnConvolutionLayer::PrepareBackward() {
@@ -151,7 +157,7 @@ void OnednnConvolutionLayer::PrepareBackward() {
   diff_src_.Init(engine_, OnednnPlainDesc(s.src), data_pd.diff_src_desc());
   share_weights_ = data_pd.weights_desc() == forward_pd_.weights_desc();
   if (!share_weights_) {
-    data_weights_.Init(engine_, OnednnPlainDesc(s.weights), data_pd.weights_desc());
+    data_weights_.Init(engine_, OnednnPlainDesc(s.weights), data_pd.weights_desc(), false);
   }
 
   const auto weights_pd = WithDirectFallback(algorithm_, [&](dnnl::algorithm algorithm) {
@@ -171,6 +177,43 @@ void OnednnConvolutionLayer::PrepareBackward() {
   diff_weights_.Init(engine_, weights_pd.diff_weights_desc(), OnednnPlainDesc(s.weights));
   if (bias_term_) diff_bias_.Init(engine_, weights_pd.diff_bias_desc(), OnednnPlainDesc(s.bias));
 }
+
+void OnednnConvolutionLayer::LimitWinograd(std::size_t scratchpad_bytes) {
+  winograd_limit_ = scratchpad_bytes;
+  if (winograd() && winograd_scratchpad_bytes_ > winograd_limit_) {
+    LOG(INFO) << this->Describe() << ": the direct algorithm: Winograd's would take "
+              << FormatMebibytes(winograd_scratchpad_bytes_) << " of scratchpad, more than the "
+              << FormatMebibytes(winograd_limit_) << " this net allows";
+    RecreateForward();
+  }
+  // Its rounding differs from the direct algorithm's: said once, with how to turn it off.
+  if (winograd() && !winograd_logged_) {
+    LOG(INFO) << this->Describe()
+              << ": Winograd's algorithm (doppio --onednn_winograd=false: the direct one)";
+    winograd_logged_ = true;
+  }
+}
+
+namespace {
+// Winograd's scratchpad holds the transformed weights and the whole batch's transformed tiles,
+// and oneDNN keeps the largest one it was asked for as long as the process runs. Measured at
+// batch 8 (forward scratchpad, against what the net needs in parameters and activations):
+// AlexNet conv3 31 MiB of 551 (it raised AlexNet's peak from 634 to 680 MiB, above BVLC
+// Caffe's 637), GoogLeNet conv2/3x3 63 MiB of 634, ResNet-50 7-24 MiB of 1421 (res2-res4)
+// and 46 MiB (res5). A convolution runs Winograd only where its scratchpad is at most 1/50
+// of what its net needs, or 16 MiB, whichever is more: the peak then stays within 2% of the
+// net's (AlexNet and GoogLeNet at or below Caffe's), ResNet-50's res2-res4 keep Winograd,
+// and small nets, whose scratchpads take a few MiB, keep it too.
+void LimitWinogradScratchpads(const Net<float>& net) {
+  const std::size_t limit =
+      std::max<std::size_t>((net.parameter_bytes() + net.activation_bytes()) / 50, 16u << 20);
+  for (const auto& layer : net.layers()) {
+    if (auto* conv = dynamic_cast<OnednnConvolutionLayer*>(layer.get())) conv->LimitWinograd(limit);
+  }
+}
+
+const LayerFusionRegisterer<float> g_limit_winograd_scratchpads(LimitWinogradScratchpads);
+}  // namespace
 
 void OnednnConvolutionLayer::RecreateForward() {
   if (prepared_shape_.empty()) return;
@@ -202,7 +245,10 @@ void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& t
     });
   }
   const dnnl::convolution_forward& forward = caffe_relu ? forward_without_relu_ : forward_;
-  OnednnPlaceInWorkspace(src_, dst_);
+  // With more than one bottom, one of them may need the copy where another does not.
+  OnednnPlaceInWorkspace(bottom.size() == 1 ? src_.ForRead(*bottom[0]->data()) : &src_,
+                         top.size() == 1 ? dst_.ForWrite(*top[0]->data()) : &dst_, &weights_,
+                         &bias_);
   OnednnCall(this->Describe(), "convolution forward", [&] {
     Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])}};
     if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream_, *this->blobs_[1]);
@@ -228,10 +274,30 @@ void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
     OnednnCall(this->Describe(), "convolution backward", [&] { PrepareBackward(); });
     backward_prepared_ = true;
   }
-  OnednnPlaceInWorkspace(weights_src_, weights_diff_dst_, diff_weights_, diff_bias_, data_diff_dst_,
-                         diff_src_);
   const bool weight_diff = this->param_propagate_down(0);
   const bool bias_diff = bias_term_ && this->param_propagate_down(1);
+  const bool params = weight_diff || bias_diff;
+  const bool data = std::any_of(propagate_down.begin(), propagate_down.end(),
+                                [](bool propagate) { return propagate; });
+  // Only the copies this call reads or writes: the first layer's input diff (3 channels
+  // padded to 16), which nothing reads, took 26 MiB of AlexNet's 45 at batch 8. With more
+  // than one top, one may need a copy where another does not.
+  const bool one = top.size() == 1;
+  const auto read = [&](OnednnTensor& tensor, const SyncedMemory& blob) {
+    return one ? tensor.ForRead(blob) : &tensor;
+  };
+  OnednnTensor* params_src = params ? read(weights_src_, *bottom[0]->data()) : nullptr;
+  OnednnTensor* params_diff_dst = params ? read(weights_diff_dst_, *top[0]->diff()) : nullptr;
+  // The weight gradient's read turns a top diff held in another layout to Caffe's first.
+  OnednnTensor* data_diff_dst = !data || (share_diff_dst_ && params) ? nullptr
+                                : params                             ? &data_diff_dst_
+                                         : read(data_diff_dst_, *top[0]->diff());
+  OnednnTensor* diff_src = !data ? nullptr
+                           : one ? diff_src_.ForWrite(*bottom[0]->diff())
+                                 : &diff_src_;
+  OnednnParamData* data_weights = !data ? nullptr : share_weights_ ? &weights_ : &data_weights_;
+  OnednnPlaceInWorkspace(params_src, params_diff_dst, weight_diff ? &diff_weights_ : nullptr,
+                         bias_diff ? &diff_bias_ : nullptr, data_diff_dst, diff_src, data_weights);
   OnednnCall(this->Describe(), "convolution backward", [&] {
     for (std::size_t i = 0; i < top.size(); ++i) {
       SyncedMemory& top_diff = *top[i]->diff();
@@ -249,7 +315,7 @@ void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
         const dnnl::memory& diff_dst = share_diff_dst_ && (weight_diff || bias_diff)
                                            ? weights_diff_dst_.primitive()
                                            : data_diff_dst_.Read(stream_, top_diff);
-        OnednnCachedParam& weights = share_weights_ ? weights_ : data_weights_;
+        OnednnParamData& weights = share_weights_ ? weights_ : data_weights_;
         backward_data_.execute(stream_, {{DNNL_ARG_DIFF_DST, diff_dst},
                                          {DNNL_ARG_WEIGHTS, weights.Get(stream_, *this->blobs_[0])},
                                          {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[i]->diff())}});

@@ -127,7 +127,7 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
   if (desc != forward_desc_) {
     OnednnCall(this->Describe(), "sum", [&] { PrepareForward(desc, bottom.size()); });
   }
-  OnednnPlaceInWorkspace(dst_);
+  OnednnPlaceInWorkspace(dst_.ForWrite(*top[0]->data()));
   OnednnCall(this->Describe(), "sum forward", [&] {
     std::unordered_map<int, dnnl::memory> args;
     for (std::size_t i = 0; i < bottom.size(); ++i) {
@@ -171,7 +171,7 @@ void OnednnEltwiseLayer::Backward_cpu(const BlobVec& top, const std::vector<bool
   if (desc != backward_desc_) {
     OnednnCall(this->Describe(), "sum backward (eltwise linear)", [&] { PrepareBackward(desc); });
   }
-  OnednnPlaceInWorkspace(diff_src_);
+  OnednnPlaceInWorkspace(&diff_src_);
   OnednnCall(this->Describe(), "sum backward (eltwise linear)", [&] {
     const dnnl::memory& diff_dst = diff_dst_.Read(stream_, *top[0]->diff());
     // Last to first: an in-place bottom[0] shares the top diff, which the others read.

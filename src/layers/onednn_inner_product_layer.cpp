@@ -34,7 +34,6 @@ void OnednnInnerProductLayer::Reshape(const BlobVec& bottom, const BlobVec& top)
   InnerProductLayer<float>::Reshape(bottom, top);
   if (M_ == prepared_m_) return;
   UseOnednnThreads();
-  OnednnPlaceInWorkspace(src_, dst_);
   OnednnCall(this->Describe(), "inner product forward", [&] { PrepareForward(); });
   prepared_m_ = M_;
   backward_prepared_ = false;
@@ -51,8 +50,9 @@ void OnednnInnerProductLayer::PrepareForward() {
   forward_ = dnnl::inner_product_forward(forward_pd_);
   src_.Init(engine_, OnednnPlainDesc({M_, K_}), forward_pd_.src_desc());
   dst_.Init(engine_, OnednnPlainDesc({M_, N_}), forward_pd_.dst_desc());
-  weights_.Init(engine_, UserWeightsDesc(), forward_pd_.weights_desc());
-  if (bias_term_) bias_.Init(engine_, OnednnPlainDesc({N_}), forward_pd_.bias_desc());
+  const bool kept = this->phase_ == TEST;
+  weights_.Init(engine_, UserWeightsDesc(), forward_pd_.weights_desc(), kept);
+  if (bias_term_) bias_.Init(engine_, OnednnPlainDesc({N_}), forward_pd_.bias_desc(), kept);
 }
 
 void OnednnInnerProductLayer::PrepareBackward() {
@@ -63,7 +63,7 @@ void OnednnInnerProductLayer::PrepareBackward() {
   backward_data_ = dnnl::inner_product_backward_data(data_pd);
   data_diff_dst_.Init(engine_, OnednnPlainDesc({M_, N_}), data_pd.diff_dst_desc());
   diff_src_.Init(engine_, OnednnPlainDesc({M_, K_}), data_pd.diff_src_desc());
-  data_weights_.Init(engine_, UserWeightsDesc(), data_pd.weights_desc());
+  data_weights_.Init(engine_, UserWeightsDesc(), data_pd.weights_desc(), false);
 }
 
 // The parameter gradients are GEMMs that add into the blobs' diffs in Caffe's layout (beta 1),
@@ -91,7 +91,7 @@ void OnednnInnerProductLayer::AddBiasGradient(const float* top_diff) {
 void OnednnInnerProductLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   CountForward();
   UseOnednnThreads();
-  OnednnPlaceInWorkspace(src_, dst_);
+  OnednnPlaceInWorkspace(&src_, &dst_, &weights_, &bias_);
   OnednnCall(this->Describe(), "inner product forward", [&] {
     Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])},
               {DNNL_ARG_SRC, src_.Read(stream_, bottom[0]->cpu_data())},
@@ -116,7 +116,9 @@ void OnednnInnerProductLayer::Backward_cpu(const BlobVec& top,
     OnednnCall(this->Describe(), "inner product backward", [&] { PrepareBackward(); });
     backward_prepared_ = true;
   }
-  OnednnPlaceInWorkspace(data_diff_dst_, diff_src_);
+  OnednnPlaceInWorkspace(propagate_down[0] ? &data_diff_dst_ : nullptr,
+                         propagate_down[0] ? &diff_src_ : nullptr,
+                         propagate_down[0] ? &data_weights_ : nullptr);
   OnednnCall(this->Describe(), "inner product backward", [&] {
     const float* top_diff = top[0]->cpu_diff();
     if (this->param_propagate_down(0)) AddWeightGradient(bottom[0]->cpu_data(), top_diff);

@@ -95,7 +95,7 @@ void OnednnLRNLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   SyncedMemory& in = *bottom[0]->data();
   const auto src = OnednnArrivingDesc(in, {num_, channels_, height_, width_});
   if (src != prepared_src_) OnednnCall(this->Describe(), "lrn", [&] { Prepare(src); });
-  OnednnPlaceInWorkspace(src_, dst_);
+  OnednnPlaceInWorkspace(src_.ForRead(in), dst_.ForWrite(*top[0]->data()));
   OnednnCall(this->Describe(), "lrn forward", [&] {
     forward_.execute(stream_, {{DNNL_ARG_SRC, src_.Read(stream_, in)},
                                {DNNL_ARG_DST, dst_.Write(*top[0]->data())},
@@ -111,7 +111,8 @@ void OnednnLRNLayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& p
   UseOnednnThreads();
   // The workspace belongs to the primitives Forward ran: the input is read in their layout,
   // whatever layout a reader has turned it to since.
-  OnednnPlaceInWorkspace(src_, diff_dst_, diff_src_);
+  OnednnPlaceInWorkspace(src_.ForRead(*bottom[0]->data()), diff_dst_.ForRead(*top[0]->diff()),
+                         diff_src_.ForWrite(*bottom[0]->diff()));
   OnednnCall(this->Describe(), "lrn backward", [&] {
     backward_.execute(stream_, {{DNNL_ARG_SRC, src_.Read(stream_, *bottom[0]->data())},
                                 {DNNL_ARG_DIFF_DST, diff_dst_.Read(stream_, *top[0]->diff())},

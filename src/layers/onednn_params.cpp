@@ -6,17 +6,17 @@
 
 namespace doppio {
 
-void OnednnCachedParam::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
-                             const dnnl::memory::desc& primitive) {
+void OnednnParamData::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
+                           const dnnl::memory::desc& primitive, bool kept) {
   tensor_.Init(engine, user, primitive);
-  cache_ = tensor_.reordered() ? dnnl::memory(primitive, engine) : dnnl::memory();
-  if (cache_) tensor_.Place(cache_.get_data_handle());
+  cache_ = kept && tensor_.reordered() ? dnnl::memory(primitive, engine) : dnnl::memory();
+  if (cache_) tensor_.Keep(cache_.get_data_handle());
   valid_ = false;
 }
 
-const dnnl::memory& OnednnCachedParam::Get(dnnl::stream& stream, const Blob<float>& blob) {
+const dnnl::memory& OnednnParamData::Get(dnnl::stream& stream, const Blob<float>& blob) {
   const float* data = blob.cpu_data();
-  if (!tensor_.reordered()) return tensor_.Read(stream, data);
+  if (!cache_) return tensor_.Read(stream, data);
   const SyncedMemory& storage = blob.data()->storage();
   if (!valid_ || storage_ != &storage || writes_ != storage.write_count()) {
     tensor_.Read(stream, data);

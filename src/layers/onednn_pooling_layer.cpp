@@ -101,7 +101,7 @@ void OnednnPoolingLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
                method_ == PoolingParameter::MAX ? "pooling (max)" : "pooling (avg)",
                [&] { Prepare(src); });
   }
-  OnednnPlaceInWorkspace(src_, dst_);
+  OnednnPlaceInWorkspace(src_.ForRead(in), dst_.ForWrite(*top[0]->data()));
   OnednnCall(this->Describe(), "pooling forward", [&] {
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src_.Read(stream_, in)},
                                                {DNNL_ARG_DST, dst_.Write(*top[0]->data())}};
@@ -120,7 +120,8 @@ void OnednnPoolingLayer::Backward_cpu(const BlobVec& top, const std::vector<bool
     return;
   }
   UseOnednnThreads();
-  OnednnPlaceInWorkspace(diff_dst_, diff_src_);
+  OnednnPlaceInWorkspace(diff_dst_.ForRead(*top[0]->diff()),
+                         diff_src_.ForWrite(*bottom[0]->diff()));
   OnednnCall(this->Describe(), "pooling backward", [&] {
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_DIFF_DST, diff_dst_.Read(stream_, *top[0]->diff())},

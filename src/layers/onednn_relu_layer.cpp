@@ -56,7 +56,7 @@ void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   // Kept in Caffe's layout: Backward reorders it to the layout it then runs in.
   if (!FromOutput()) KeepInputIfInPlace(*bottom[0], *top[0]);
   PrepareFor(*bottom[0]->data());
-  OnednnPlaceInWorkspace(data_, dst_);
+  OnednnPlaceInWorkspace(data_.ForRead(*bottom[0]->data()), dst_.ForWrite(*top[0]->data()));
   OnednnCall(this->Describe(), "eltwise (relu) forward", [&] {
     const dnnl::memory& src = data_.Read(stream_, *bottom[0]->data());
     forward_.execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_.Write(*top[0]->data())}});
@@ -77,7 +77,11 @@ void OnednnReLULayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& 
   // reorder, not new primitives); a fused ReLU, whose Forward does nothing, in the one the
   // data arrives in.
   if (prepared_desc_.data.ndims == 0) PrepareFor(*bottom[0]->data());
-  OnednnPlaceInWorkspace(data_, diff_dst_, diff_src_);
+  // The kept input of an in-place ReLU is in Caffe's layout (a pointer): always the copy.
+  const bool kept_input = !FromOutput() && bottom[0] == top[0];
+  OnednnPlaceInWorkspace(kept_input ? &data_ : data_.ForRead(*bottom[0]->data()),
+                         diff_dst_.ForRead(*top[0]->diff()),
+                         diff_src_.ForWrite(*bottom[0]->diff()));
   OnednnCall(this->Describe(), "eltwise (relu) backward", [&] {
     const dnnl::memory& data = FromOutput() || bottom[0] != top[0]
                                    ? data_.Read(stream_, *bottom[0]->data())

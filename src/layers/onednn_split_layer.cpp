@@ -43,7 +43,7 @@ void OnednnSplitLayer::Backward_cpu(const BlobVec& top, const std::vector<bool>&
   if (desc != prepared_desc_ || top.size() != prepared_tops_) {
     OnednnCall(this->Describe(), "sum of the top diffs", [&] { Prepare(desc, top.size()); });
   }
-  OnednnPlaceInWorkspace(bottom_diff_);
+  OnednnPlaceInWorkspace(bottom_diff_.ForWrite(*bottom[0]->diff()));
   OnednnCall(this->Describe(), "sum of the top diffs", [&] {
     std::unordered_map<int, dnnl::memory> args;
     for (std::size_t i = 0; i < top.size(); ++i) {

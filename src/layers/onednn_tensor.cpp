@@ -98,16 +98,54 @@ void OnednnTensor::Init(const dnnl::engine& engine, const dnnl::memory::desc& us
   }
 }
 
+void OnednnTensor::Place(void* at) {
+  if (!reordered_) return;
+  primitive_.set_data_handle(at);
+  placed_ = OnednnWorkspacePlacements();
+  kept_ = false;
+}
+
+void OnednnTensor::Keep(void* at) {
+  if (!reordered_) return;
+  primitive_.set_data_handle(at);
+  kept_ = true;
+}
+
+bool OnednnTensor::ReadsInPlace(const SyncedMemory& blob) const {
+  const OnednnLayout* held = OnednnLayoutOf(blob);
+  return held != nullptr && (held == in_place_.get() || held->desc() == primitive_.get_desc());
+}
+
+bool OnednnTensor::WritesInPlace(const SyncedMemory& blob) const {
+  // A view (a TEST net's activations sharing one buffer, the parameter arena) stays in
+  // Caffe's layout: its buffer is another blob's too.
+  return in_place_ && !blob.is_view() && OnednnKeepsBlockedLayouts();
+}
+
+OnednnTensor* OnednnTensor::ForRead(const SyncedMemory& blob) {
+  return reordered_ && !ReadsInPlace(blob) ? this : nullptr;
+}
+
+OnednnTensor* OnednnTensor::ForWrite(const SyncedMemory& blob) {
+  return reordered_ && !WritesInPlace(blob) ? this : nullptr;
+}
+
+dnnl::memory& OnednnTensor::Copy() {
+  DOPPIO_ENSURE(kept_ || placed_ == OnednnWorkspacePlacements())
+      << "internal error: a oneDNN layer used a tensor copy it did not place in the workspace "
+         "for this call (OnednnPlaceInWorkspace)";
+  return primitive_;
+}
+
 const dnnl::memory& OnednnTensor::Read(dnnl::stream& stream, const void* user) {
   user_.set_data_handle(const_cast<void*>(user));
-  if (reordered_) to_primitive_.execute(stream, user_, primitive_);
+  if (!reordered_) return primitive_;
+  to_primitive_.execute(stream, user_, Copy());
   return primitive_;
 }
 
 const dnnl::memory& OnednnTensor::Read(dnnl::stream& stream, SyncedMemory& blob) {
-  const OnednnLayout* held = OnednnLayoutOf(blob);
-  if (reordered_ && held != nullptr &&
-      (held == in_place_.get() || held->desc() == primitive_.get_desc())) {
+  if (reordered_ && ReadsInPlace(blob)) {
     primitive_.set_data_handle(const_cast<void*>(blob.raw_cpu_data()));
     return primitive_;
   }
@@ -117,13 +155,11 @@ const dnnl::memory& OnednnTensor::Read(dnnl::stream& stream, SyncedMemory& blob)
 const dnnl::memory& OnednnTensor::Write(void* user) {
   user_.set_data_handle(user);
   publish_ = reordered_;
-  return primitive_;
+  return reordered_ ? Copy() : primitive_;
 }
 
 const dnnl::memory& OnednnTensor::Write(SyncedMemory& blob) {
-  // A view (a TEST net's activations sharing one buffer, the parameter arena) stays in
-  // Caffe's layout: its buffer is another blob's too.
-  if (in_place_ && !blob.is_view() && OnednnKeepsBlockedLayouts()) {
+  if (reordered_ && WritesInPlace(blob)) {
     primitive_.set_data_handle(blob.mutable_raw_cpu_data(in_place_));
     publish_ = false;
     return primitive_;
@@ -140,9 +176,12 @@ void OnednnTensor::Publish(dnnl::stream& stream) {
 
 void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors) {
   std::size_t total = 0;
-  for (const OnednnTensor* tensor : tensors) total += OnednnAligned(tensor->transient_bytes());
+  for (const OnednnTensor* tensor : tensors) {
+    if (tensor) total += OnednnAligned(tensor->transient_bytes());
+  }
   char* at = static_cast<char*>(OnednnWorkspace(total));
   for (OnednnTensor* tensor : tensors) {
+    if (!tensor) continue;
     tensor->Place(at);
     at += OnednnAligned(tensor->transient_bytes());
   }

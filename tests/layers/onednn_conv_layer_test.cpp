@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 
 #include "doppio/core/net.hpp"
@@ -146,6 +148,73 @@ TEST(OnednnConvolutionTest, WinogradWhereOnednnHasItUnlessTurnedOff) {
     layer->SetUp({&bottom}, {&top});
     EXPECT_FALSE(dynamic_cast<const OnednnConvolutionLayer&>(*layer).winograd()) << fields;
   }
+}
+
+TEST(OnednnConvolutionTest, WinogradOverItsScratchpadLimitRunsDirect) {
+  if (!OnednnHasWinograd(32)) GTEST_SKIP() << "no Winograd kernel in this machine's oneDNN";
+  SetOnednnConvolutionWinograd(true);
+  Blob<float> bottom({2, 32, 14, 14});
+  Rng rng(3);
+  FillGaussian(&bottom, rng);
+  const auto make = [&](Blob<float>* top) {
+    auto layer = LayerRegistry<float>::CreateLayer(
+        EngineParam(Conv("num_output: 32 kernel_size: 3 pad: 1"), "ONEDNN"), Mode::CPU);
+    layer->SetUp({&bottom}, {top});
+    return layer;
+  };
+  Blob<float> top, direct_top;
+  auto layer = make(&top);
+  auto& conv = dynamic_cast<OnednnConvolutionLayer&>(*layer);
+  ASSERT_TRUE(conv.winograd());
+  const std::size_t scratchpad = conv.winograd_scratchpad_bytes();
+  EXPECT_GT(scratchpad, 0u);
+  conv.LimitWinograd(scratchpad);
+  EXPECT_TRUE(conv.winograd()) << "a scratchpad at the limit is allowed";
+  conv.LimitWinograd(scratchpad - 1);
+  EXPECT_FALSE(conv.winograd());
+  layer->Forward({&bottom}, {&top});
+
+  SetOnednnConvolutionWinograd(false);
+  auto direct = make(&direct_top);
+  SetOnednnConvolutionWinograd(true);
+  direct->blobs()[0]->CopyFrom(*layer->blobs()[0]);
+  direct->blobs()[1]->CopyFrom(*layer->blobs()[1]);
+  direct->Forward({&bottom}, {&direct_top});
+  for (int i = 0; i < top.count(); ++i) {
+    ASSERT_NEAR(top.cpu_data()[i], direct_top.cpu_data()[i], 1e-5) << i;
+  }
+}
+
+TEST(OnednnConvolutionTest, NetAllowsWinogradScratchpadsOfAFiftiethOfItsMemoryOr16MiB) {
+  if (!OnednnHasWinograd(32)) GTEST_SKIP() << "no Winograd kernel in this machine's oneDNN";
+  SetOnednnConvolutionWinograd(true);
+  // AlexNet's conv3 at batch 8: a scratchpad of about 31 MiB for a net of about 11 MiB.
+  const auto net_with = [](int num, int channels, int outputs, int size) {
+    NetParameter param = ParseText<NetParameter>(
+        "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: " +
+        std::to_string(num) + " dim: " + std::to_string(channels) + " dim: " +
+        std::to_string(size) + " dim: " + std::to_string(size) +
+        " } } }\n"
+        "layer { name: 'conv' type: 'Convolution' bottom: 'x' top: 'y' convolution_param { "
+        "num_output: " +
+        std::to_string(outputs) + " kernel_size: 3 pad: 1 engine: ONEDNN } }\n");
+    param.mutable_state()->set_phase(TRAIN);
+    return std::make_unique<Net<float>>(param);
+  };
+  const auto conv_of = [](const Net<float>& net) {
+    return dynamic_cast<const OnednnConvolutionLayer*>(net.layer_by_name("conv").get());
+  };
+  const auto small = net_with(2, 32, 32, 14);
+  EXPECT_TRUE(conv_of(*small)->winograd());
+  const auto large = net_with(8, 256, 384, 13);
+  const OnednnConvolutionLayer* conv = conv_of(*large);
+  const std::size_t limit = std::max<std::size_t>(
+      (large->parameter_bytes() + large->activation_bytes()) / 50, std::size_t{16} << 20);
+  if (conv->winograd_scratchpad_bytes() <= limit) {
+    GTEST_SKIP() << "this machine's Winograd kernel takes " << conv->winograd_scratchpad_bytes()
+                 << " bytes for the shape, within the net's " << limit;
+  }
+  EXPECT_FALSE(conv->winograd());
 }
 
 TEST(OnednnConvolutionTest, DoubleIsRefusedByName) {

@@ -7,6 +7,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,14 +42,20 @@ dnnl::memory::desc OnednnPlainDesc(const dnnl::memory::dims& dims);
 // Place(void*): OnednnTensor, OnednnParamGradient in layers/) one after another in the calling
 // thread's HostWorkspace. They hold nothing from one call to the next, so every oneDNN layer shares
 // the one block, as large as the largest call needs, instead of each keeping its own for the
-// life of the net. Call it at the start of each Forward or Backward, before the others' use.
+// life of the net. Call it at the start of each Forward or Backward, before the others' use,
+// with the buffers this call goes through: a null pointer is one it does not (a diff nobody
+// propagates, a tensor read or written in place: OnednnTensor::ForRead, ForWrite), so the
+// block is sized by what runs, not by what might.
 std::size_t OnednnAligned(std::size_t bytes);
 void* OnednnWorkspace(std::size_t bytes);
+// Counts OnednnWorkspace's calls on this thread: a buffer placed before the latest call may
+// lie where another buffer now does.
+std::uint64_t OnednnWorkspacePlacements();
 template <typename... Buffers>
-void OnednnPlaceInWorkspace(Buffers&... buffers) {
-  const std::size_t total = (OnednnAligned(buffers.transient_bytes()) + ... + 0);
+void OnednnPlaceInWorkspace(Buffers*... buffers) {
+  const std::size_t total = ((buffers ? OnednnAligned(buffers->transient_bytes()) : 0) + ... + 0);
   char* at = static_cast<char*>(OnednnWorkspace(total));
-  ((buffers.Place(at), at += OnednnAligned(buffers.transient_bytes())), ...);
+  ((buffers ? (buffers->Place(at), at += OnednnAligned(buffers->transient_bytes())) : at), ...);
 }
 
 }  // namespace doppio

@@ -47,11 +47,11 @@ class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnRe
   dnnl::inner_product_forward::primitive_desc forward_pd_;
   dnnl::inner_product_forward forward_;
   OnednnTensor src_, dst_;
-  OnednnCachedParam weights_, bias_;
+  OnednnParamData weights_, bias_;
 
   dnnl::inner_product_backward_data backward_data_;
   OnednnTensor data_diff_dst_, diff_src_;
-  OnednnCachedParam data_weights_;
+  OnednnParamData data_weights_;
 };
 
 }  // namespace doppio

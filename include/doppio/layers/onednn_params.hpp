@@ -11,18 +11,27 @@
 
 namespace doppio {
 
-// A parameter blob's data in a primitive's preferred layout. The reorder is redone only when
-// the blob's storage was written since the last one (after a solver update, a weights load:
-// SyncedMemory::write_count), or after Init; where the layouts agree the blob itself is used.
-class OnednnCachedParam {
+// A parameter blob's data in a primitive's preferred layout; where the layouts agree the blob
+// itself is used. `kept`: the copy is kept from one call to the next and reordered again only
+// when the blob's storage was written since (a solver update, a weights load:
+// SyncedMemory::write_count), for layers that only run forward (TEST nets), where nothing
+// writes the weights between calls. Otherwise it is reordered at each call into the call's
+// workspace (pass it to OnednnPlaceInWorkspace): a training step updates the weights between
+// any two forwards anyway, and a kept copy of every convolution's weights for forward and
+// another for backward cost 49 MiB on GoogLeNet, more than Caffe's whole workspace.
+class OnednnParamData {
  public:
   void Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
-            const dnnl::memory::desc& primitive);
+            const dnnl::memory::desc& primitive, bool kept);
+  std::size_t transient_bytes() const { return cache_ ? 0 : tensor_.transient_bytes(); }
+  void Place(void* at) {
+    if (!cache_) tensor_.Place(at);
+  }
   const dnnl::memory& Get(dnnl::stream& stream, const Blob<float>& blob);
 
  private:
   OnednnTensor tensor_;
-  // The copy in the primitive's layout, kept from one call to the next (where it differs).
+  // The kept copy in the primitive's layout (where it differs and `kept`).
   dnnl::memory cache_;
   const SyncedMemory* storage_ = nullptr;
   std::uint64_t writes_ = 0;
@@ -30,7 +39,7 @@ class OnednnCachedParam {
 };
 
 // A parameter blob's largest magnitude (OnednnMaxMagnitude), scanned again only when its
-// storage was written since the last scan, as OnednnCachedParam reorders.
+// storage was written since the last scan, as a kept OnednnParamData reorders.
 class OnednnParamMagnitude {
  public:
   float Get(const Blob<float>& blob);

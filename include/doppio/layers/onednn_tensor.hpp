@@ -6,6 +6,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -64,9 +65,14 @@ class OnednnTensor {
   // The bytes of the copy in the primitive's layout (0 where the layouts agree), and where
   // it lies for the current call.
   std::size_t transient_bytes() const { return reordered_ ? primitive_.get_desc().get_size() : 0; }
-  void Place(void* at) {
-    if (reordered_) primitive_.set_data_handle(at);
-  }
+  void Place(void* at);
+  // This tensor where Read(stream, blob) / Write(blob) of the coming call go through the copy
+  // in the primitive's layout, else null (the blob's buffer holds that layout, or can): what
+  // to pass OnednnPlaceInWorkspace. Read(void*) and Write(void*) always use the copy. The
+  // answer holds until the blob is next read through Caffe's accessors, which turn it to
+  // Caffe's layout: a call that reads one blob into two tensors places the second anyway.
+  OnednnTensor* ForRead(const SyncedMemory& blob);
+  OnednnTensor* ForWrite(const SyncedMemory& blob);
   // For a primitive to read: the memory to pass it, holding the contents of `user` (reordered
   // on `stream` when the layouts differ).
   const dnnl::memory& Read(dnnl::stream& stream, const void* user);
@@ -97,9 +103,21 @@ class OnednnTensor {
   std::shared_ptr<const OnednnLayout> in_place_;
   // The last Write went to the transient copy, which Publish reorders into the blob.
   bool publish_ = false;
+  // OnednnWorkspacePlacements() when Place put the copy in the workspace: a Read or Write
+  // through a copy placed for another call is refused, never a write over another's bytes.
+  std::uint64_t placed_ = 0;
+  // Place's buffer is the caller's own (OnednnParamData's kept copy), valid for every call.
+  bool kept_ = false;
+
+  bool ReadsInPlace(const SyncedMemory& blob) const;
+  bool WritesInPlace(const SyncedMemory& blob) const;
+  dnnl::memory& Copy();
+
+  friend class OnednnParamData;
+  void Keep(void* at);
 };
 
-// OnednnPlaceInWorkspace for a number of tensors known only at run time.
+// OnednnPlaceInWorkspace for a number of tensors known only at run time (null: not used).
 void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors);
 
 // The layout a layer whose primitive works on any layout (element-wise, pooling, LRN, batch
