@@ -192,8 +192,8 @@ TEST(OnednnConvolutionTest, NetAllowsWinogradScratchpadsOfAFiftiethOfItsMemoryOr
   const auto net_with = [](int num, int channels, int outputs, int size) {
     NetParameter param = ParseText<NetParameter>(
         "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: " +
-        std::to_string(num) + " dim: " + std::to_string(channels) + " dim: " +
-        std::to_string(size) + " dim: " + std::to_string(size) +
+        std::to_string(num) + " dim: " + std::to_string(channels) +
+        " dim: " + std::to_string(size) + " dim: " + std::to_string(size) +
         " } } }\n"
         "layer { name: 'conv' type: 'Convolution' bottom: 'x' top: 'y' convolution_param { "
         "num_output: " +
