@@ -16,9 +16,13 @@ Layer<Dtype>::Layer(const LayerParameter& param) : layer_param_(param) {
   }
 }
 
+std::string DescribeLayer(const LayerParameter& param) {
+  return "layer '" + param.name() + "' (" + param.type() + ")";
+}
+
 template <typename Dtype>
 std::string Layer<Dtype>::Describe() const {
-  return "layer '" + layer_param_.name() + "' (" + layer_param_.type() + ")";
+  return DescribeLayer(layer_param_);
 }
 
 template <typename Dtype>

@@ -76,8 +76,7 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
                   << "'; known types:" << known.str();
   }
   DOPPIO_ENSURE(it->second.traits.unsupported.empty())
-      << "layer '" << param.name() << "' (" << param.type()
-      << "): " << it->second.traits.unsupported;
+      << DescribeLayer(param) << ": " << it->second.traits.unsupported;
   const auto& engines = it->second.engines;
   const std::string requested = RequestedEngine(param);
   const auto reason = [&param](const Entry& entry) {
@@ -89,8 +88,8 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
     if (entry == engines.end() || !reason(entry->second).empty()) return false;
     const std::string elsewhere =
         entry->second.not_preferred ? entry->second.not_preferred(param) : std::string();
-    VLOG_IF(1, !elsewhere.empty()) << "layer '" << param.name() << "' (" << param.type()
-                                   << "): DEFAULT leaves engine " << engine << ": " << elsewhere;
+    VLOG_IF(1, !elsewhere.empty())
+        << DescribeLayer(param) << ": DEFAULT leaves engine " << engine << ": " << elsewhere;
     return elsewhere.empty();
   };
   if (requested == "DEFAULT") {
@@ -110,25 +109,23 @@ std::string LayerRegistry<Dtype>::ChooseEngine(const LayerParameter& param, Mode
   auto entry = engines.find(requested);
   if (entry == engines.end() && requested == "ONEDNN") {
 #ifdef DOPPIO_WITH_ONEDNN
-    DOPPIO_FAIL() << "layer '" << param.name() << "' (" << param.type()
-                  << ") asks for engine ONEDNN, which has no " << param.type() << " layer";
+    DOPPIO_FAIL() << DescribeLayer(param) << " asks for engine ONEDNN, which has no "
+                  << param.type() << " layer";
 #else
-    DOPPIO_FAIL() << "layer '" << param.name() << "' (" << param.type()
-                  << ") asks for engine ONEDNN, but this build has no oneDNN (install "
+    DOPPIO_FAIL() << DescribeLayer(param)
+                  << " asks for engine ONEDNN, but this build has no oneDNN (install "
                   << "libdnnl-dev and configure with -DDOPPIO_ONEDNN=AUTO or ON)";
 #endif
   }
-  DOPPIO_ENSURE(entry != engines.end())
-      << "layer '" << param.name() << "' (" << param.type() << ") asks for engine " << requested
-      << ", which this build does not provide";
+  DOPPIO_ENSURE(entry != engines.end()) << DescribeLayer(param) << " asks for engine " << requested
+                                        << ", which this build does not provide";
   if (requested == "ONEDNN" && mode == Mode::GPU) {
     VLOG(1) << "layer '" << param.name() << "' asks for engine ONEDNN; on the GPU it runs "
             << "Doppio's own kernels";
     return "CAFFE";
   }
   const std::string why = reason(entry->second);
-  DOPPIO_ENSURE(why.empty()) << "layer '" << param.name() << "' (" << param.type()
-                             << ") asks for engine " << requested
+  DOPPIO_ENSURE(why.empty()) << DescribeLayer(param) << " asks for engine " << requested
                              << ", which cannot run it: " << why;
   return requested;
 }
@@ -140,8 +137,7 @@ std::shared_ptr<Layer<Dtype>> LayerRegistry<Dtype>::CreateLayer(const LayerParam
   const auto& engines = Table().find(param.type())->second.engines;
   auto entry = engines.find(engine);
   DOPPIO_ENSURE(entry != engines.end())
-      << "layer '" << param.name() << "' (" << param.type() << "): engine " << engine
-      << " is not registered for this type";
+      << DescribeLayer(param) << ": engine " << engine << " is not registered for this type";
   std::shared_ptr<Layer<Dtype>> layer = entry->second.creator(param);
   layer->set_engine(engine);
   return layer;

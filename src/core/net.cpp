@@ -24,7 +24,7 @@ namespace {
 [[noreturn]] void RethrowNamingLayer(const Error& error, const LayerParameter& layer) {
   const std::string what = error.what();
   if (what.find("'" + layer.name() + "'") != std::string::npos) throw error;
-  DOPPIO_FAIL() << "layer '" << layer.name() << "' (" << layer.type() << "): " << what;
+  DOPPIO_FAIL() << DescribeLayer(layer) << ": " << what;
 }
 
 }  // namespace
@@ -154,7 +154,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     // on such a bottom would take the never-shaped blob for a scalar.
     for (std::size_t bottom_id = 0; bottom_id < bottom_vecs_[layer_id].size(); ++bottom_id) {
       DOPPIO_ENSURE(bottom_vecs_[layer_id][bottom_id]->data() != nullptr)
-          << "layer '" << layer_param.name() << "' (" << layer_param.type() << "): its bottom '"
+          << DescribeLayer(layer_param) << ": its bottom '"
           << blob_names_[bottom_id_vecs_[layer_id][bottom_id]]
           << "' has no shape (an Input layer needs input_param { shape { dim: ... } })";
     }
@@ -263,8 +263,7 @@ int Net<Dtype>::AppendBottom(const NetParameter& param, int layer_id, int bottom
   if (it == available_blobs->end()) {
     const bool exists =
         std::find(blob_names_.begin(), blob_names_.end(), blob_name) != blob_names_.end();
-    DOPPIO_FAIL() << "layer '" << layer_param.name() << "' (" << layer_param.type()
-                  << "): bottom blob '" << blob_name << "' "
+    DOPPIO_FAIL() << DescribeLayer(layer_param) << ": bottom blob '" << blob_name << "' "
                   << (exists ? "was already consumed by an earlier in-place layer"
                              : "is not produced by any earlier layer");
   }

@@ -1,6 +1,7 @@
 #include "synthetic_inputs.hpp"
 
 #include <glog/logging.h>
+#include <google/protobuf/message.h>
 
 #include <memory>
 #include <sstream>
@@ -15,17 +16,52 @@ namespace doppio {
 
 namespace {
 
-// The parameter block that holds a data layer's batch size and source: the layer type's own
-// block (the others may carry a data_param too, for prefetch or HDF5Data's shard).
+// Each data layer type's own parameter block, which holds its batch size and source (the
+// others may carry a data_param too, for prefetch or HDF5Data's shard), and what of the source
+// gives the shape, for the log and the errors. MemoryData has no source.
+struct DataBlock {
+  const char* type;
+  const char* field;
+  const char* first;
+};
+constexpr DataBlock kDataBlocks[] = {
+    {"Data", "data_param", "the first record of LMDB"},
+    {"ImageData", "image_data_param", "the first image listed in"},
+    {"HDF5Data", "hdf5_data_param", "the first file listed in"},
+    {"WindowData", "window_data_param", "the first window of"},
+    {"MemoryData", "memory_data_param", nullptr},
+};
+
+const DataBlock* BlockOf(const LayerParameter& layer) {
+  for (const DataBlock& block : kDataBlocks) {
+    if (layer.type() == block.type) return &block;
+  }
+  return nullptr;
+}
+
+// The block's field `name` (batch_size or source) through protobuf's reflection, which the
+// table above needs to name the blocks once.
+const google::protobuf::Message& BlockMessage(const LayerParameter& layer, const DataBlock& block) {
+  return layer.GetReflection()->GetMessage(
+      layer, LayerParameter::descriptor()->FindFieldByName(block.field));
+}
+
 int BatchSize(const LayerParameter& layer, int batch) {
   if (batch > 0) return batch;
-  const std::string& type = layer.type();
-  if (type == "ImageData") return layer.image_data_param().batch_size();
-  if (type == "HDF5Data") return layer.hdf5_data_param().batch_size();
-  if (type == "MemoryData") return layer.memory_data_param().batch_size();
-  if (type == "WindowData") return layer.window_data_param().batch_size();
-  if (type == "Data") return layer.data_param().batch_size();
-  return 1;
+  const DataBlock* block = BlockOf(layer);
+  if (block == nullptr) return 1;
+  const google::protobuf::Message& message = BlockMessage(layer, *block);
+  return static_cast<int>(message.GetReflection()->GetUInt32(
+      message, message.GetDescriptor()->FindFieldByName("batch_size")));
+}
+
+void SetBatchSize(LayerParameter* layer, int batch) {
+  const DataBlock* block = BlockOf(*layer);
+  if (block == nullptr) return;
+  google::protobuf::Message* message = layer->GetReflection()->MutableMessage(
+      layer, LayerParameter::descriptor()->FindFieldByName(block->field));
+  message->GetReflection()->SetUInt32(
+      message, message->GetDescriptor()->FindFieldByName("batch_size"), batch);
 }
 
 // Whether Net keeps `layer` in a net of `state` (its include and exclude rules).
@@ -44,31 +80,18 @@ struct Source {
 };
 
 Source SourceOf(const LayerParameter& layer) {
-  const std::string& type = layer.type();
-  if (type == "Data") {
-    return {"data_param.source", layer.data_param().source(), "the first record of LMDB"};
-  }
-  if (type == "ImageData") {
-    return {"image_data_param.source", layer.image_data_param().source(),
-            "the first image listed in"};
-  }
-  if (type == "HDF5Data") {
-    return {"hdf5_data_param.source", layer.hdf5_data_param().source(), "the first file listed in"};
-  }
-  if (type == "WindowData") {
-    return {"window_data_param.source", layer.window_data_param().source(), "the first window of"};
-  }
-  return {};
+  const DataBlock* block = BlockOf(layer);
+  if (block == nullptr || block->first == nullptr) return {};
+  const google::protobuf::Message& message = BlockMessage(layer, *block);
+  const std::string path = message.GetReflection()->GetString(
+      message, message.GetDescriptor()->FindFieldByName("source"));
+  return {std::string(block->field) + ".source", path, block->first};
 }
 
 // The shapes of the layer's tops as its own set-up makes them from its source, at batch 1,
 // reading no batch ahead and decoding on one thread, so that probing costs one sample.
 std::vector<std::vector<int>> TopShapesFromSource(LayerParameter layer, Phase phase) {
-  const std::string& type = layer.type();
-  if (type == "ImageData") layer.mutable_image_data_param()->set_batch_size(1);
-  if (type == "HDF5Data") layer.mutable_hdf5_data_param()->set_batch_size(1);
-  if (type == "WindowData") layer.mutable_window_data_param()->set_batch_size(1);
-  if (type == "Data") layer.mutable_data_param()->set_batch_size(1);
+  SetBatchSize(&layer, 1);
   if (layer.has_data_param()) layer.mutable_data_param()->set_prefetch(1);
   if (!layer.has_phase()) layer.set_phase(phase);
   std::shared_ptr<Layer<float>> probe = LayerRegistry<float>::CreateLayer(layer);
@@ -87,13 +110,13 @@ std::string ShapeText(const std::vector<int>& shape) {
   return text;
 }
 
-// The shape of every top of a data layer at batch n, and the log line saying where it came
-// from (WithSyntheticInputs' order).
-// Empty for a layer outside the net's state whose shape cannot be told without its source.
+// The shape of every top of a data layer at batch n (WithSyntheticInputs' order) and, in
+// `from`, where it came from for the log; empty for a layer outside the net's state whose
+// shape cannot be told without its source.
 std::vector<std::vector<int>> TopShapes(const LayerParameter& layer, bool in_state, Phase phase,
                                         int n, const std::vector<int>& image_shape,
                                         std::string* from) {
-  const std::string who = "layer '" + layer.name() + "' (" + layer.type() + ")";
+  const std::string who = DescribeLayer(layer);
   // Images first, then scalar labels.
   auto images = [&](std::vector<int> image) {
     std::vector<std::vector<int>> shapes(layer.top_size(), {n});
@@ -156,7 +179,7 @@ NetParameter WithSyntheticInputs(const NetParameter& param, int batch,
       *dummy.mutable_include() = layer.include();
       *dummy.mutable_exclude() = layer.exclude();
       std::ostringstream line;
-      line << "layer '" << layer.name() << "' (" << layer.type() << "): synthetic tops";
+      line << DescribeLayer(layer) << ": synthetic tops";
       for (std::size_t t = 0; t < shapes.size(); ++t) {
         BlobShape* shape = dummy.mutable_dummy_data_param()->add_shape();
         for (int d : shapes[t]) shape->add_dim(d);

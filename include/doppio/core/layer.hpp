@@ -13,6 +13,9 @@
 
 namespace doppio {
 
+// A layer's name and type as every message gives them: "layer 'conv1' (Convolution)".
+std::string DescribeLayer(const LayerParameter& param);
+
 // A layer computes top blobs from bottom blobs (Forward) and, given the gradient of the
 // loss with respect to its tops, the gradients with respect to its bottoms and parameters
 // (Backward). Layers compute; they never communicate.
@@ -130,7 +133,7 @@ class Layer {
   // copy of that input (an in-place Scale) reads `kept` instead and returns true.
   virtual bool UseKeptBottomCopy(const Blob<Dtype>* kept) { return false; }
 
-  // The layer's name and type, for error messages: "layer 'conv1' (Convolution)".
+  // DescribeLayer of the layer's parameters, for error messages.
   std::string Describe() const;
 
  protected:
