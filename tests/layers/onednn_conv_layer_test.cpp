@@ -127,16 +127,17 @@ TEST(OnednnConvolutionTest, ResNet50Winograd3x3) {
 TEST(OnednnConvolutionTest, WinogradWhereOnednnHasItUnlessTurnedOff) {
   const bool available = OnednnHasWinograd(32);
   for (const bool allowed : {true, false}) {
-    SetOnednnConvolutionWinograd(allowed);
     auto layer = LayerRegistry<float>::CreateLayer(
         EngineParam(Conv("num_output: 32 kernel_size: 3 pad: 1"), "ONEDNN"), Mode::CPU);
+    CpuOptions options;
+    options.onednn_winograd = allowed;
+    layer->set_cpu_options(options);
     Blob<float> bottom({2, 32, 14, 14}), top;
     layer->SetUp({&bottom}, {&top});
     const auto* conv = dynamic_cast<const OnednnConvolutionLayer*>(layer.get());
     ASSERT_NE(conv, nullptr);
     EXPECT_EQ(conv->winograd(), allowed && available) << "allowed " << allowed;
   }
-  SetOnednnConvolutionWinograd(true);
   // Strided, grouped or 1x1: always the direct algorithm.
   for (const std::string& fields :
        {"num_output: 32 kernel_size: 3 pad: 1 stride: 2", "num_output: 32 kernel_size: 3 group: 2",
@@ -145,6 +146,24 @@ TEST(OnednnConvolutionTest, WinogradWhereOnednnHasItUnlessTurnedOff) {
     Blob<float> bottom({2, 32, 14, 14}), top;
     layer->SetUp({&bottom}, {&top});
     EXPECT_FALSE(dynamic_cast<const OnednnConvolutionLayer&>(*layer).winograd()) << fields;
+  }
+}
+
+TEST(OnednnConvolutionTest, TheNetsCpuOptionsTurnWinogradOff) {
+  if (!OnednnHasWinograd(32)) GTEST_SKIP() << "no Winograd kernel in this machine's oneDNN";
+  NetParameter param = ParseText<NetParameter>(
+      "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 2 dim: 32 dim: 14 "
+      "dim: 14 } } }");
+  LayerParameter& conv = *param.add_layer();
+  conv = EngineParam(Conv("num_output: 32 kernel_size: 3 pad: 1"), "ONEDNN");
+  conv.add_bottom("x");
+  conv.add_top("y");
+  for (const bool allowed : {true, false}) {
+    CpuOptions options;
+    options.onednn_winograd = allowed;
+    Net<float> net(param, 1701, nullptr, options);
+    const auto& layer = dynamic_cast<const OnednnConvolutionLayer&>(*net.layer_by_name("l"));
+    EXPECT_EQ(layer.winograd(), allowed);
   }
 }
 
