@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
