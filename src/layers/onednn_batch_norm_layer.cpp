@@ -292,7 +292,8 @@ bool OnednnBatchNormLayer::ArrivesKept(const SyncedMemory& data) const {
 }
 
 bool OnednnBatchNormLayer::WantsExchange(const SyncedMemory& data) const {
-  return ArrivesKept(data);
+  // On a GPU the CAFFE engine's kernels run, on the blob's own buffer.
+  return this->mode() == Mode::CPU && ArrivesKept(data);
 }
 
 void OnednnBatchNormLayer::ReadDiffFromSum(const OnednnEltwiseLayer* sum, Blob<float>* sum_top) {
