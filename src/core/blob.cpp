@@ -57,6 +57,7 @@ void Blob<Dtype>::Reshape(const std::vector<int>& shape) {
   if (count_ > capacity_ || !data_) {
     capacity_ = count_;
     data_ = std::make_shared<SyncedMemory>(capacity_ * sizeof(Dtype));
+    ++data_generation_;
     diff_ = std::make_shared<SyncedMemory>(capacity_ * sizeof(Dtype));
   }
 }
@@ -178,6 +179,7 @@ template <typename Dtype>
 void Blob<Dtype>::ShareData(const Blob& other) {
   CHECK_EQ(count_, other.count());
   data_ = other.data();
+  ++data_generation_;
 }
 
 template <typename Dtype>
@@ -191,6 +193,15 @@ void Blob<Dtype>::SetDataMemory(std::shared_ptr<SyncedMemory> memory) {
   CHECK_EQ(memory->size(), count_ * sizeof(Dtype));
   data_ = std::move(memory);
   capacity_ = count_;
+  ++data_generation_;
+}
+
+template <typename Dtype>
+void Blob<Dtype>::ExchangeData(std::shared_ptr<SyncedMemory>* memory) {
+  CHECK_EQ((*memory)->size(), count_ * sizeof(Dtype));
+  data_.swap(*memory);
+  capacity_ = count_;
+  ++data_generation_;
 }
 
 template <typename Dtype>

@@ -30,8 +30,9 @@ namespace {
 }  // namespace
 
 template <typename Dtype>
-Net<Dtype>::Net(const NetParameter& param, std::uint64_t seed, std::shared_ptr<GpuContext> gpu)
-    : seed_(seed), gpu_(std::move(gpu)) {
+Net<Dtype>::Net(const NetParameter& param, std::uint64_t seed, std::shared_ptr<GpuContext> gpu,
+                const CpuOptions& cpu)
+    : seed_(seed), gpu_(std::move(gpu)), cpu_options_(cpu) {
   Init(param);
   if (gpu_) SetGpu(gpu_);
 }
@@ -128,6 +129,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
       RethrowNamingLayer(error, layer_param);
     }
     Layer<Dtype>* layer = layers_.back().get();
+    layer->set_cpu_options(cpu_options_);
     layer->set_seed(DeriveSeed(seed_, layer_id));
     layer->set_batch_position(batch_position_);
     layer_names_.push_back(layer_param.name());
@@ -217,6 +219,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   LOG(INFO) << "Network '" << name_ << "' (" << Phase_Name(phase_) << "): " << layers_.size()
             << " layers, " << arena_count_ << " learnable parameters";
   LayerFusions<Dtype>::Run(*this);
+  CollectInputExchanges();
   LogEngines();
   LOG(INFO) << "Memory required for data: " << memory_used * sizeof(Dtype) << " bytes";
   LOG(INFO) << "Memory required for parameters: " << parameter_bytes()
@@ -524,12 +527,27 @@ const Dtype* Net<Dtype>::arena_gpu_diff() const {
 #endif
 
 template <typename Dtype>
+void Net<Dtype>::CollectInputExchanges() {
+  input_exchanges_.assign(layers_.size(), nullptr);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    InputExchange<Dtype>* exchange = layers_[i]->input_exchange();
+    if (exchange == nullptr) continue;
+    const auto& bottom = bottom_vecs_[i];
+    const auto& top = top_vecs_[i];
+    CHECK(bottom.size() == 1 && top.size() == 1 && bottom[0] == top[0])
+        << layers_[i]->Describe() << " keeps its input by exchange but is not in place on one blob";
+    input_exchanges_[i] = exchange;
+  }
+}
+
+template <typename Dtype>
 Dtype Net<Dtype>::ForwardFromTo(int start, int end) {
   CHECK_GE(start, 0);
   CHECK_LT(end, static_cast<int>(layers_.size()));
   Dtype loss = 0;
   for (int i = start; i <= end; ++i) {
     for (const auto& callback : before_forward_) callback(i);
+    if (input_exchanges_[i] != nullptr) input_exchanges_[i]->Exchange(top_vecs_[i][0]);
     loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
     if (debug_info_) LogForwardDebugInfo(*this, i);
     for (const auto& callback : after_forward_) callback(i);

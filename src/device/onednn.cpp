@@ -30,6 +30,14 @@ dnnl::memory::desc OnednnPlainDesc(const dnnl::memory::dims& dims) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
+dnnl::memory::desc OnednnAnyDesc(const dnnl::memory::dims& dims) {
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+}
+
+bool OnednnImplementationIs(const dnnl::primitive_desc_base& pd, const char* kind) {
+  return std::string(pd.impl_info_str()).find(kind) != std::string::npos;
+}
+
 std::size_t OnednnAligned(std::size_t bytes) {
   constexpr std::size_t kAlignment = 64;
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;

@@ -4,9 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
-#include <string>
-#include <unordered_map>
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/math_functions.hpp"
@@ -15,7 +12,6 @@ namespace doppio {
 
 namespace {
 using dnnl::normalization_flags;
-using Args = std::unordered_map<int, dnnl::memory>;
 
 // Caffe's ReLU gradient for slope 0, in place (relu_layer.cpp: it reads the output's sign),
 // over every float of three memories in one layout.
@@ -32,7 +28,6 @@ void ReLUGradient(const dnnl::memory& dst, const dnnl::memory& diff_dst,
 void OnednnBatchNormLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   BatchNormLayer<float>::Reshape(bottom, top);
   if (bottom[0]->shape() == prepared_shape_ || bottom[0]->count() == 0) return;
-  UseOnednnThreads();
   // A 4-d bottom keeps its (N, C, H, W): a convolution's output arrives blocked with those
   // dims, and only a layout of the same dims is read (and handed on) as it is. Caffe
   // normalises axis 1 over every other axis, so (N, C, the rest, 1) covers any other shape.
@@ -40,7 +35,7 @@ void OnednnBatchNormLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
                    ? dnnl::memory::dims{bottom[0]->shape(0), bottom[0]->shape(1),
                                         bottom[0]->shape(2), bottom[0]->shape(3)}
                    : dnnl::memory::dims{num_, channels_, spatial_dim_, 1};
-  OnednnCall(this->Describe(), "batch normalization", [&] { Prepare(); });
+  Build("batch normalization", [&] { Prepare(); });
   prepared_shape_ = bottom[0]->shape();
 }
 
@@ -48,8 +43,7 @@ void OnednnBatchNormLayer::FuseScale(Layer<float>* scale, bool relu) {
   scale_layer_ = scale;
   fused_relu_ = relu;
   if (prepared_shape_.empty()) return;  // Reshape prepares it when the bottom has values
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "batch normalization with scale and shift", [&] { Prepare(); });
+  Build("batch normalization with scale and shift", [&] { Prepare(); });
 }
 
 void OnednnBatchNormLayer::Prepare() {
@@ -66,24 +60,24 @@ void OnednnBatchNormLayer::Prepare() {
   forward_ = dnnl::batch_normalization_forward(dnnl::batch_normalization_forward::primitive_desc(
       dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, data, eps_,
                                               forward_flags),
-      engine_));
+      engine()));
   // The backward primitive's hint: a forward one with the flags Backward runs with.
   const dnnl::batch_normalization_forward::primitive_desc hint(
       dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, data, eps_,
                                               backward_flags),
-      engine_);
+      engine());
   // oneDNN 2.6 reads a scale only in the backward pass that also gives its gradient (unused).
   const auto backward_kind =
       use_global_stats_ ? dnnl::prop_kind::backward_data : dnnl::prop_kind::backward;
   backward_ = dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(
       dnnl::batch_normalization_backward::desc(backward_kind, data, data, eps_, backward_flags),
-      engine_, hint));
+      engine(), hint));
   for (dnnl::memory* memory : {&src_, &dst_, &diff_dst_, &diff_src_}) {
-    *memory = dnnl::memory(data, engine_, DNNL_MEMORY_NONE);
+    *memory = dnnl::memory(data, engine(), DNNL_MEMORY_NONE);
   }
   for (dnnl::memory* memory :
        {&mean_memory_, &variance_memory_, &zero_mean_, &unit_variance_, &scale_, &diff_scale_}) {
-    *memory = dnnl::memory(stats, engine_);
+    *memory = dnnl::memory(stats, engine());
   }
   std::fill_n(Values(zero_mean_), channels_, 0.f);
   // oneDNN divides by sqrt(variance + eps): 1 - eps makes that 1 (to a rounding).
@@ -106,7 +100,7 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
     return dnnl::batch_normalization_forward::primitive_desc(
         dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, layout, eps_,
                                                 flags),
-        engine_);
+        engine());
   };
   const dnnl::memory::dims dims = data.dims();
   dnnl::memory::desc layout = data;
@@ -114,7 +108,7 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
   for (const auto tag : {dnnl::memory::format_tag::nChw16c, dnnl::memory::format_tag::nChw8c}) {
     const dnnl::memory::desc blocked(dims, dnnl::memory::data_type::f32, tag);
     auto candidate = forward_desc(blocked);
-    if (std::string(candidate.impl_info_str()).find("jit") == std::string::npos) continue;
+    if (!OnednnImplementationIs(candidate, "jit")) continue;
     layout = blocked;
     forward_pd = candidate;
     break;
@@ -123,24 +117,25 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
   backward_ = dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(
       dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, layout, layout, eps_,
                                                flags),
-      engine_, forward_pd));
+      engine(), forward_pd));
   layout_ = layout;
   forward_without_relu_ = dnnl::batch_normalization_forward();
-  if (fused_relu_) workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine_);
+  if (fused_relu_) workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine());
   // The input Backward reads, kept in the primitive's layout (in place, the bottom is about
   // to be overwritten): Forward takes its buffer or copies it, and places kept_src_ there.
-  src_ = dnnl::memory(data, engine_, DNNL_MEMORY_NONE);
-  kept_src_ = dnnl::memory(layout, engine_, DNNL_MEMORY_NONE);
+  src_ = dnnl::memory(data, engine(), DNNL_MEMORY_NONE);
+  kept_src_ = dnnl::memory(layout, engine(), DNNL_MEMORY_NONE);
+  SizeKept(kept_src_.get_desc().get_size());
   keep_src_ = dnnl::reorder(src_, kept_src_);
   copy_src_ = dnnl::reorder(kept_src_, kept_src_);
-  fused_dst_.Init(engine_, data, layout);
-  fused_diff_dst_.Init(engine_, data, layout);
-  fused_diff_src_.Init(engine_, data, layout);
+  fused_dst_.Init(engine(), data, layout);
+  fused_diff_dst_.Init(engine(), data, layout);
+  fused_diff_src_.Init(engine(), data, layout);
   for (dnnl::memory* memory : {&scale_, &shift_}) {
-    *memory = dnnl::memory(stats, engine_, DNNL_MEMORY_NONE);
+    *memory = dnnl::memory(stats, engine(), DNNL_MEMORY_NONE);
   }
   for (dnnl::memory* memory : {&mean_memory_, &variance_memory_, &diff_scale_, &diff_shift_}) {
-    *memory = dnnl::memory(stats, engine_);
+    *memory = dnnl::memory(stats, engine());
   }
 }
 
@@ -148,22 +143,21 @@ void OnednnBatchNormLayer::PrepareWithoutReLU() {
   const dnnl::batch_normalization_forward::primitive_desc forward_pd(
       dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, layout_, eps_,
                                               flags_without_relu_),
-      engine_);
+      engine());
   forward_without_relu_ = dnnl::batch_normalization_forward(forward_pd);
   backward_without_relu_ =
       dnnl::batch_normalization_backward(dnnl::batch_normalization_backward::primitive_desc(
           dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, layout_, layout_,
                                                    eps_, flags_without_relu_),
-          engine_, forward_pd));
+          engine(), forward_pd));
   const auto data = OnednnPlainDesc(data_dims_);
-  relu_dst_.Init(engine_, data, layout_);
-  relu_diff_.Init(engine_, data, layout_);
+  relu_dst_.Init(engine(), data, layout_);
+  relu_diff_.Init(engine(), data, layout_);
 }
 
-bool OnednnBatchNormLayer::OutputMayHoldNaN(const Blob<float>& bottom) {
+bool OnednnBatchNormLayer::OutputMayHoldNaN(SyncedMemory& bottom, int count) {
   const auto& params = scale_layer_->blobs();
-  const double input =
-      OnednnMaxMagnitude(static_cast<const float*>(bottom.data()->raw_cpu_data()), bottom.count());
+  const double input = OnednnMaxMagnitude(static_cast<const float*>(bottom.raw_cpu_data()), count);
   const double scale = OnednnMaxMagnitude(params[0]->cpu_data(), channels_);
   const double shift = params.size() > 1 ? OnednnMaxMagnitude(params[1]->cpu_data(), channels_) : 0;
   // The output is scale * (x - mean) / sqrt(variance + eps) + shift: bounds on |x - mean| and
@@ -207,15 +201,13 @@ void OnednnBatchNormLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top
     ForwardFused(bottom, top);
     return;
   }
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "batch normalization forward", [&] {
+  Run("batch normalization forward", [&] {
     src_.set_data_handle(const_cast<float*>(bottom[0]->cpu_data()));
     dst_.set_data_handle(top[0]->mutable_cpu_data());
-    forward_.execute(stream_, {{DNNL_ARG_SRC, src_},
-                               {DNNL_ARG_DST, dst_},
-                               {DNNL_ARG_MEAN, mean_memory_},
-                               {DNNL_ARG_VARIANCE, variance_memory_}});
-    stream_.wait();
+    forward_.execute(stream(), {{DNNL_ARG_SRC, src_},
+                                {DNNL_ARG_DST, dst_},
+                                {DNNL_ARG_MEAN, mean_memory_},
+                                {DNNL_ARG_VARIANCE, variance_memory_}});
   });
   if (use_global_stats_) return;
   UpdateRunningSums();
@@ -244,71 +236,64 @@ void OnednnBatchNormLayer::UpdateRunningSums() {
 
 void OnednnBatchNormLayer::ForwardFused(const BlobVec& bottom, const BlobVec& top) {
   const auto& params = scale_layer_->blobs();
+  // Where the net exchanged the blob's buffer (WantsExchange), the input is in kept() and
+  // the blob's buffer is this Forward's output.
+  const bool exchanged = TakeExchanged();
+  SyncedMemory& input = exchanged ? *kept() : *bottom[0]->data();
   UseOnednnThreads();
-  const bool caffe_relu = fused_relu_ && OutputMayHoldNaN(*bottom[0]);
+  const bool caffe_relu = fused_relu_ && OutputMayHoldNaN(input, bottom[0]->count());
   SetRanCaffeReLU(caffe_relu);
   if (caffe_relu && !forward_without_relu_) {
-    OnednnCall(this->Describe(), "batch normalization without relu", [&] { PrepareWithoutReLU(); });
+    Build("batch normalization without relu", [&] { PrepareWithoutReLU(); });
   }
   OnednnPlaceInWorkspace(&fused_dst_);
-  OnednnCall(this->Describe(), "batch normalization forward with scale and shift", [&] {
-    const std::size_t bytes = kept_src_.get_desc().get_size();
-    if (!kept_ || kept_->size() != bytes) kept_ = std::make_shared<SyncedMemory>(bytes);
-    // A convolution before it leaves its output in this layout: kept as it is, its buffer
-    // taken where it can be (ResNet-50 at batch 8: 53 copies, 28 ms of 1640 on one thread),
+  Run("batch normalization forward with scale and shift", [&] {
+    // A convolution before it leaves its output in this layout: kept as it is, by the net's
+    // exchange where it can (ResNet-50 at batch 8: 53 copies, 28 ms of 1640 on one thread),
     // else copied. Any other input is converted into the layout.
-    SyncedMemory& input = *bottom[0]->data();
-    const OnednnLayout* held = OnednnLayoutOf(input);
-    const bool arrived = held != nullptr && held->desc() == kept_src_.get_desc();
-    const bool take = arrived && CanTakeInput(*bottom[0]);
-    SyncedMemory* output = &input;
-    if (take) {
+    if (exchanged) {
       kept_src_.set_data_handle(const_cast<void*>(input.raw_cpu_data()));
-      output = kept_.get();
-    } else if (arrived) {
-      dnnl::memory in(held->desc(), engine_, const_cast<void*>(input.raw_cpu_data()));
-      kept_src_.set_data_handle(kept_->mutable_raw_cpu_data(nullptr));
-      copy_src_.execute(stream_, in, kept_src_);
     } else {
-      src_.set_data_handle(const_cast<void*>(input.cpu_data()));
-      kept_src_.set_data_handle(kept_->mutable_raw_cpu_data(nullptr));
-      keep_src_.execute(stream_, src_, kept_src_);
+      kept_src_.set_data_handle(kept()->mutable_raw_cpu_data(nullptr));
+      if (ArrivesKept(input)) {
+        dnnl::memory in(kept_src_.get_desc(), engine(), const_cast<void*>(input.raw_cpu_data()));
+        copy_src_.execute(stream(), in, kept_src_);
+      } else {
+        src_.set_data_handle(const_cast<void*>(input.cpu_data()));
+        keep_src_.execute(stream(), src_, kept_src_);
+      }
     }
     scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));
-    Args args{{DNNL_ARG_SRC, kept_src_},
-              {DNNL_ARG_DST, fused_dst_.Write(*output)},
-              {DNNL_ARG_MEAN, mean_memory_},
-              {DNNL_ARG_VARIANCE, variance_memory_},
-              {DNNL_ARG_SCALE, scale_}};
+    OnednnArgs args{{DNNL_ARG_SRC, kept_src_},
+                    {DNNL_ARG_DST, fused_dst_.Write(*top[0]->data())},
+                    {DNNL_ARG_MEAN, mean_memory_},
+                    {DNNL_ARG_VARIANCE, variance_memory_},
+                    {DNNL_ARG_SCALE, scale_}};
     if (params.size() > 1) {
       shift_.set_data_handle(const_cast<float*>(params[1]->cpu_data()));
       args[DNNL_ARG_SHIFT] = shift_;
     }
     if (caffe_relu) {
-      forward_without_relu_.execute(stream_, args);
-      stream_.wait();
+      forward_without_relu_.execute(stream(), args);
+      stream().wait();
       OnednnReLUInPlace(fused_dst_.primitive(), 0.f);
     } else {
       if (fused_relu_) args[DNNL_ARG_WORKSPACE] = workspace_;
-      forward_.execute(stream_, args);
+      forward_.execute(stream(), args);
     }
-    fused_dst_.Publish(stream_);
-    stream_.wait();
-    if (take) {
-      // The blob (in place: bottom and top) now holds the output; the input stays here.
-      std::shared_ptr<SyncedMemory> taken = bottom[0]->data();
-      top[0]->SetDataMemory(kept_);
-      kept_ = std::move(taken);
-    }
+    fused_dst_.Publish(stream());
   });
   if (!use_global_stats_) UpdateRunningSums();
 }
 
-bool OnednnBatchNormLayer::CanTakeInput(const Blob<float>& blob) const {
-  const std::shared_ptr<SyncedMemory>& data = blob.data();
-  // use_count: a Split's tops share their bottom's buffer; a view's bytes are another's.
-  return data.use_count() == 1 && !data->is_view() && data->size() == kept_->size() &&
-         data->size() == blob.count() * sizeof(float);
+bool OnednnBatchNormLayer::ArrivesKept(const SyncedMemory& data) const {
+  const OnednnLayout* held = OnednnLayoutOf(data);
+  return held != nullptr && held->desc() == kept_src_.get_desc();
+}
+
+bool OnednnBatchNormLayer::WantsExchange(const SyncedMemory& data) const {
+  // On a GPU the CAFFE engine's kernels run, on the blob's own buffer.
+  return this->mode() == Mode::CPU && ArrivesKept(data);
 }
 
 void OnednnBatchNormLayer::ReadDiffFromSum(const OnednnEltwiseLayer* sum, Blob<float>* sum_top) {
@@ -318,48 +303,46 @@ void OnednnBatchNormLayer::ReadDiffFromSum(const OnednnEltwiseLayer* sum, Blob<f
 
 void OnednnBatchNormLayer::BackwardFused(const BlobVec& top, const BlobVec& bottom) {
   const auto& params = scale_layer_->blobs();
-  UseOnednnThreads();
   const bool caffe_relu = ran_caffe_relu();
   if (caffe_relu) {
     OnednnPlaceInWorkspace(&fused_diff_dst_, &fused_diff_src_, &relu_dst_, &relu_diff_);
   } else {
     OnednnPlaceInWorkspace(&fused_diff_dst_, &fused_diff_src_);
   }
-  OnednnCall(this->Describe(), "batch normalization backward with scale and shift", [&] {
+  Run("batch normalization backward with scale and shift", [&] {
     scale_.set_data_handle(const_cast<float*>(params[0]->cpu_data()));
     // The Eltwise after it left this blob's diff unwritten: the same values are its top's.
     const bool from_sum = sum_ != nullptr && sum_->LeftToReader(*top[0]);
     SyncedMemory& diff_dst = from_sum ? *sum_top_->diff() : *top[0]->diff();
-    dnnl::memory relu_diff_dst = fused_diff_dst_.Read(stream_, diff_dst);
+    dnnl::memory relu_diff_dst = fused_diff_dst_.Read(stream(), diff_dst);
     if (caffe_relu) {
       // The ReLU's gradient goes where the unfused ReLU writes it, the blob's diff (never the
       // Eltwise's top's, which its other bottom reads), and the primitive reads it there.
-      const dnnl::memory& relu_dst = relu_dst_.Read(stream_, *top[0]->data());
+      const dnnl::memory& relu_dst = relu_dst_.Read(stream(), *top[0]->data());
       const dnnl::memory& relu_diff_src = relu_diff_.Write(*bottom[0]->diff());
-      stream_.wait();
+      stream().wait();
       ReLUGradient(relu_dst, relu_diff_dst, relu_diff_src);
       relu_diff_dst = relu_diff_src;
     }
-    Args args{{DNNL_ARG_SRC, kept_src_},
-              {DNNL_ARG_DIFF_DST, relu_diff_dst},
-              {DNNL_ARG_MEAN, mean_memory_},
-              {DNNL_ARG_VARIANCE, variance_memory_},
-              {DNNL_ARG_SCALE, scale_},
-              {DNNL_ARG_DIFF_SCALE, diff_scale_},
-              {DNNL_ARG_DIFF_SRC, fused_diff_src_.Write(*bottom[0]->diff())}};
+    OnednnArgs args{{DNNL_ARG_SRC, kept_src_},
+                    {DNNL_ARG_DIFF_DST, relu_diff_dst},
+                    {DNNL_ARG_MEAN, mean_memory_},
+                    {DNNL_ARG_VARIANCE, variance_memory_},
+                    {DNNL_ARG_SCALE, scale_},
+                    {DNNL_ARG_DIFF_SCALE, diff_scale_},
+                    {DNNL_ARG_DIFF_SRC, fused_diff_src_.Write(*bottom[0]->diff())}};
     if (params.size() > 1) {
       shift_.set_data_handle(const_cast<float*>(params[1]->cpu_data()));
       args[DNNL_ARG_SHIFT] = shift_;
       args[DNNL_ARG_DIFF_SHIFT] = diff_shift_;
     }
     if (caffe_relu) {
-      backward_without_relu_.execute(stream_, args);
+      backward_without_relu_.execute(stream(), args);
     } else {
       if (fused_relu_) args[DNNL_ARG_WORKSPACE] = workspace_;
-      backward_.execute(stream_, args);
+      backward_.execute(stream(), args);
     }
-    fused_diff_src_.Publish(stream_);
-    stream_.wait();
+    fused_diff_src_.Publish(stream());
   });
   // Parameter gradients accumulate, as the Scale layer's own Backward would.
   const dnnl::memory* diffs[] = {&diff_scale_, &diff_shift_};
@@ -382,29 +365,27 @@ void OnednnBatchNormLayer::Backward_cpu(const BlobVec& top, const std::vector<bo
     return;
   }
   if (!propagate_down[0]) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "batch normalization backward", [&] {
+  Run("batch normalization backward", [&] {
     diff_dst_.set_data_handle(const_cast<float*>(top[0]->cpu_diff()));
     diff_src_.set_data_handle(bottom[0]->mutable_cpu_diff());
     if (use_global_stats_) {
       // An affine map per channel: oneDNN reads the statistics, not the input.
       src_.set_data_handle(const_cast<float*>(bottom[0]->cpu_data()));
-      backward_.execute(stream_, {{DNNL_ARG_SRC, src_},
-                                  {DNNL_ARG_DIFF_DST, diff_dst_},
-                                  {DNNL_ARG_MEAN, mean_memory_},
-                                  {DNNL_ARG_VARIANCE, variance_memory_},
-                                  {DNNL_ARG_DIFF_SRC, diff_src_}});
+      backward_.execute(stream(), {{DNNL_ARG_SRC, src_},
+                                   {DNNL_ARG_DIFF_DST, diff_dst_},
+                                   {DNNL_ARG_MEAN, mean_memory_},
+                                   {DNNL_ARG_VARIANCE, variance_memory_},
+                                   {DNNL_ARG_DIFF_SRC, diff_src_}});
     } else {
       src_.set_data_handle(const_cast<float*>(x_norm_.cpu_data()));
-      backward_.execute(stream_, {{DNNL_ARG_SRC, src_},
-                                  {DNNL_ARG_DIFF_DST, diff_dst_},
-                                  {DNNL_ARG_MEAN, zero_mean_},
-                                  {DNNL_ARG_VARIANCE, unit_variance_},
-                                  {DNNL_ARG_SCALE, scale_},
-                                  {DNNL_ARG_DIFF_SCALE, diff_scale_},
-                                  {DNNL_ARG_DIFF_SRC, diff_src_}});
+      backward_.execute(stream(), {{DNNL_ARG_SRC, src_},
+                                   {DNNL_ARG_DIFF_DST, diff_dst_},
+                                   {DNNL_ARG_MEAN, zero_mean_},
+                                   {DNNL_ARG_VARIANCE, unit_variance_},
+                                   {DNNL_ARG_SCALE, scale_},
+                                   {DNNL_ARG_DIFF_SCALE, diff_scale_},
+                                   {DNNL_ARG_DIFF_SRC, diff_src_}});
     }
-    stream_.wait();
   });
 }
 

@@ -13,8 +13,7 @@ void OnednnConcatLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   std::vector<std::vector<int>> shapes;
   for (const auto* b : bottom) shapes.push_back(b->shape());
   if (bottom.size() == 1 || shapes == prepared_shapes_ || top[0]->count() == 0) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "concat", [&] { Prepare(bottom, *top[0], {}); });
+  Build("concat", [&] { Prepare(bottom, *top[0], {}); });
   prepared_shapes_ = shapes;
 }
 
@@ -56,7 +55,7 @@ void OnednnConcatLayer::Prepare(const BlobVec& bottom, const Blob<float>& top,
                                ? top_plain
                                : dnnl::memory::desc(dims_of(top), dnnl::memory::data_type::f32,
                                                     dnnl::memory::format_tag::any);
-  const dnnl::concat::primitive_desc pd(dst_request, 1, src_descs, engine_);
+  const dnnl::concat::primitive_desc pd(dst_request, 1, src_descs, engine());
   const auto dst = pd.dst_desc();
   std::vector<OnednnTensor> srcs(parts.size()), diff_srcs(parts.size());
   std::vector<dnnl::memory> windows;
@@ -68,15 +67,15 @@ void OnednnConcatLayer::Prepare(const BlobVec& bottom, const Blob<float>& top,
     dnnl::memory::dims offsets(dst.dims().size(), 0);
     offsets[1] = offset;
     const auto window = dst.submemory_desc(dims_of(blob), offsets);
-    srcs[k].Init(engine_, plain, src_descs[k]);
-    diff_srcs[k].Init(engine_, plain, src_descs[k]);
-    windows.push_back(dnnl::memory(window, engine_, DNNL_MEMORY_NONE));
-    splits.emplace_back(dnnl::reorder::primitive_desc(engine_, window, engine_, src_descs[k]));
+    srcs[k].Init(engine(), plain, src_descs[k]);
+    diff_srcs[k].Init(engine(), plain, src_descs[k]);
+    windows.push_back(dnnl::memory(window, engine(), DNNL_MEMORY_NONE));
+    splits.emplace_back(dnnl::reorder::primitive_desc(engine(), window, engine(), src_descs[k]));
     offset += blob.shape(concat_axis_);
   }
   forward_ = dnnl::concat(pd);
-  dst_.Init(engine_, top_plain, dst);
-  top_diff_.Init(engine_, top_plain, dst);
+  dst_.Init(engine(), top_plain, dst);
+  top_diff_.Init(engine(), top_plain, dst);
   parts_ = parts;
   srcs_ = std::move(srcs);
   diff_srcs_ = std::move(diff_srcs);
@@ -96,7 +95,7 @@ void OnednnConcatLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
     } catch (const dnnl::error&) {
       // Windows of the blocked top that do not start on a whole block: Caffe's layout serves.
       refused_ = blocked;
-      OnednnCall(this->Describe(), "concat", [&] { Prepare(bottom, *top[0], {}); });
+      Build("concat", [&] { Prepare(bottom, *top[0], {}); });
     }
   }
   std::vector<OnednnTensor*> transient{dst_.ForWrite(*top[0]->data())};
@@ -107,38 +106,35 @@ void OnednnConcatLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
     transient.push_back(repeated ? &srcs_[k] : srcs_[k].ForRead(*blob->data()));
   }
   OnednnPlaceAllInWorkspace(transient);
-  OnednnCall(this->Describe(), "concat forward", [&] {
-    std::unordered_map<int, dnnl::memory> args;
+  Run("concat forward", [&] {
+    OnednnArgs args;
     for (std::size_t k = 0; k < parts_.size(); ++k) {
       args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(k)] =
-          srcs_[k].Read(stream_, *bottom[parts_[k]]->data());
+          srcs_[k].Read(stream(), *bottom[parts_[k]]->data());
     }
     args[DNNL_ARG_DST] = dst_.Write(*top[0]->data());
-    forward_.execute(stream_, args);
-    dst_.Publish(stream_);
-    stream_.wait();
+    forward_.execute(stream(), args);
+    dst_.Publish(stream());
   });
 }
 
 void OnednnConcatLayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                      const BlobVec& bottom) {
   if (bottom.size() == 1 || top[0]->count() == 0) return;
-  UseOnednnThreads();
   // The top diff in the top's layout of Forward, whose windows the splits read.
   std::vector<OnednnTensor*> transient{&top_diff_};
   for (auto& diff_src : diff_srcs_) transient.push_back(&diff_src);
   OnednnPlaceAllInWorkspace(transient);
-  OnednnCall(this->Describe(), "concat backward (reorder)", [&] {
-    void* diff = top_diff_.Read(stream_, *top[0]->diff()).get_data_handle();
+  Run("concat backward (reorder)", [&] {
+    void* diff = top_diff_.Read(stream(), *top[0]->diff()).get_data_handle();
     for (std::size_t k = 0; k < parts_.size(); ++k) {
       const int i = parts_[k];
       if (!propagate_down[i]) continue;
       windows_[k].set_data_handle(diff);
       dnnl::memory diff_src = diff_srcs_[k].Write(*bottom[i]->diff());
-      splits_[k].execute(stream_, windows_[k], diff_src);
-      diff_srcs_[k].Publish(stream_);
+      splits_[k].execute(stream(), windows_[k], diff_src);
+      diff_srcs_[k].Publish(stream());
     }
-    stream_.wait();
   });
 }
 

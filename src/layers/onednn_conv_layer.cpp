@@ -5,9 +5,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <atomic>
 
-#include "doppio/core/layer_fusion.hpp"
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/util/memory_usage.hpp"
 
@@ -15,11 +13,6 @@ namespace doppio {
 
 namespace {
 using dnnl::memory;
-using Args = std::unordered_map<int, memory>;
-
-memory::desc AnyDesc(const memory::dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
-}
 
 // A backward primitive descriptor in `algorithm`, or in the direct one where oneDNN has no
 // kernel for that (a forward Winograd kernel does not promise backward ones).
@@ -71,26 +64,19 @@ void OnednnConvolutionLayer::Reshape(const BlobVec& bottom, const BlobVec& top) 
       << bottom[0]->shape_string();
   top_count_ = static_cast<int>(top.size());
   if (bottom[0]->shape() == prepared_shape_) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "convolution forward", [&] { PrepareForward(); });
+  Build("convolution forward", [&] { PrepareForward(); });
   prepared_shape_ = bottom[0]->shape();
   backward_prepared_ = false;
 }
-
-namespace {
-std::atomic<bool> winograd_allowed{true};
-}  // namespace
-
-void SetOnednnConvolutionWinograd(bool allowed) { winograd_allowed = allowed; }
 
 dnnl::convolution_forward::primitive_desc OnednnConvolutionLayer::ForwardPrimitive(
     dnnl::algorithm algorithm, bool without_relu, dnnl::scratchpad_mode scratchpad) const {
   const Shapes s = ConvShapes();
   // Without the post-op, in the fused primitive's layouts: both write the tensors set up for it.
-  const memory::desc src = without_relu ? forward_pd_.src_desc() : AnyDesc(s.src);
-  const memory::desc weights = without_relu ? forward_pd_.weights_desc() : AnyDesc(s.weights);
-  const memory::desc bias = without_relu ? forward_pd_.bias_desc() : AnyDesc(s.bias);
-  const memory::desc dst = without_relu ? forward_pd_.dst_desc() : AnyDesc(s.dst);
+  const memory::desc src = without_relu ? forward_pd_.src_desc() : OnednnAnyDesc(s.src);
+  const memory::desc weights = without_relu ? forward_pd_.weights_desc() : OnednnAnyDesc(s.weights);
+  const memory::desc bias = without_relu ? forward_pd_.bias_desc() : OnednnAnyDesc(s.bias);
+  const memory::desc dst = without_relu ? forward_pd_.dst_desc() : OnednnAnyDesc(s.dst);
   const auto desc =
       bias_term_
           ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
@@ -100,7 +86,7 @@ dnnl::convolution_forward::primitive_desc OnednnConvolutionLayer::ForwardPrimiti
                                             weights, dst, s.strides, s.dilates, s.pad_l, s.pad_r);
   dnnl::primitive_attr attr = without_relu ? dnnl::primitive_attr() : PostOps();
   attr.set_scratchpad_mode(scratchpad);
-  return dnnl::convolution_forward::primitive_desc(desc, attr, engine_);
+  return dnnl::convolution_forward::primitive_desc(desc, attr, engine());
 }
 
 void OnednnConvolutionLayer::PrepareForward() {
@@ -112,11 +98,11 @@ void OnednnConvolutionLayer::PrepareForward() {
   algorithm_ = dnnl::algorithm::convolution_direct;
   winograd_scratchpad_bytes_ = 0;
   bool winograd = false;
-  if (winograd_allowed && kernel_h_ == 3 && kernel_w_ == 3 && stride_h_ == 1 && stride_w_ == 1 &&
-      dilation_h_ == 1 && dilation_w_ == 1 && group_ == 1) {
+  if (this->cpu_options().onednn_winograd && kernel_h_ == 3 && kernel_w_ == 3 && stride_h_ == 1 &&
+      stride_w_ == 1 && dilation_h_ == 1 && dilation_w_ == 1 && group_ == 1) {
     try {
       forward_pd_ = ForwardPrimitive(dnnl::algorithm::convolution_winograd);
-      winograd = std::string(forward_pd_.impl_info_str()).find("wino") != std::string::npos;
+      winograd = OnednnImplementationIs(forward_pd_, "wino");
     } catch (const dnnl::error&) {
       // No Winograd kernel for this shape or machine: the direct one below.
     }
@@ -136,46 +122,47 @@ void OnednnConvolutionLayer::PrepareForward() {
   forward_ = dnnl::convolution_forward(forward_pd_);
   forward_without_relu_ = dnnl::convolution_forward();
   const Shapes s = ConvShapes();
-  src_.Init(engine_, OnednnPlainDesc(s.src), forward_pd_.src_desc());
-  dst_.Init(engine_, OnednnPlainDesc(s.dst), forward_pd_.dst_desc());
+  src_.Init(engine(), OnednnPlainDesc(s.src), forward_pd_.src_desc());
+  dst_.Init(engine(), OnednnPlainDesc(s.dst), forward_pd_.dst_desc());
   const bool kept = this->phase_ == TEST;
-  weights_.Init(engine_, OnednnPlainDesc(s.weights), forward_pd_.weights_desc(), kept);
-  if (bias_term_) bias_.Init(engine_, OnednnPlainDesc(s.bias), forward_pd_.bias_desc(), kept);
+  weights_.Init(engine(), OnednnPlainDesc(s.weights), forward_pd_.weights_desc(), kept);
+  if (bias_term_) bias_.Init(engine(), OnednnPlainDesc(s.bias), forward_pd_.bias_desc(), kept);
 }
 
 void OnednnConvolutionLayer::PrepareBackward() {
   const Shapes s = ConvShapes();
   const auto data_pd = WithDirectFallback(algorithm_, [&](dnnl::algorithm algorithm) {
     return dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(algorithm, AnyDesc(s.src), AnyDesc(s.weights),
-                                              AnyDesc(s.dst), s.strides, s.dilates, s.pad_l,
-                                              s.pad_r),
-        engine_, forward_pd_);
+        dnnl::convolution_backward_data::desc(algorithm, OnednnAnyDesc(s.src),
+                                              OnednnAnyDesc(s.weights), OnednnAnyDesc(s.dst),
+                                              s.strides, s.dilates, s.pad_l, s.pad_r),
+        engine(), forward_pd_);
   });
   backward_data_ = dnnl::convolution_backward_data(data_pd);
-  data_diff_dst_.Init(engine_, OnednnPlainDesc(s.dst), data_pd.diff_dst_desc());
-  diff_src_.Init(engine_, OnednnPlainDesc(s.src), data_pd.diff_src_desc());
+  data_diff_dst_.Init(engine(), OnednnPlainDesc(s.dst), data_pd.diff_dst_desc());
+  diff_src_.Init(engine(), OnednnPlainDesc(s.src), data_pd.diff_src_desc());
   share_weights_ = data_pd.weights_desc() == forward_pd_.weights_desc();
   if (!share_weights_) {
-    data_weights_.Init(engine_, OnednnPlainDesc(s.weights), data_pd.weights_desc(), false);
+    data_weights_.Init(engine(), OnednnPlainDesc(s.weights), data_pd.weights_desc(), false);
   }
 
   const auto weights_pd = WithDirectFallback(algorithm_, [&](dnnl::algorithm algorithm) {
-    const auto desc = bias_term_
-                          ? dnnl::convolution_backward_weights::desc(
-                                algorithm, AnyDesc(s.src), AnyDesc(s.weights), AnyDesc(s.bias),
-                                AnyDesc(s.dst), s.strides, s.dilates, s.pad_l, s.pad_r)
-                          : dnnl::convolution_backward_weights::desc(
-                                algorithm, AnyDesc(s.src), AnyDesc(s.weights), AnyDesc(s.dst),
-                                s.strides, s.dilates, s.pad_l, s.pad_r);
-    return dnnl::convolution_backward_weights::primitive_desc(desc, engine_, forward_pd_);
+    const auto desc =
+        bias_term_
+            ? dnnl::convolution_backward_weights::desc(
+                  algorithm, OnednnAnyDesc(s.src), OnednnAnyDesc(s.weights), OnednnAnyDesc(s.bias),
+                  OnednnAnyDesc(s.dst), s.strides, s.dilates, s.pad_l, s.pad_r)
+            : dnnl::convolution_backward_weights::desc(
+                  algorithm, OnednnAnyDesc(s.src), OnednnAnyDesc(s.weights), OnednnAnyDesc(s.dst),
+                  s.strides, s.dilates, s.pad_l, s.pad_r);
+    return dnnl::convolution_backward_weights::primitive_desc(desc, engine(), forward_pd_);
   });
   backward_weights_ = dnnl::convolution_backward_weights(weights_pd);
-  weights_src_.Init(engine_, OnednnPlainDesc(s.src), weights_pd.src_desc());
-  weights_diff_dst_.Init(engine_, OnednnPlainDesc(s.dst), weights_pd.diff_dst_desc());
+  weights_src_.Init(engine(), OnednnPlainDesc(s.src), weights_pd.src_desc());
+  weights_diff_dst_.Init(engine(), OnednnPlainDesc(s.dst), weights_pd.diff_dst_desc());
   share_diff_dst_ = weights_pd.diff_dst_desc() == data_pd.diff_dst_desc();
-  diff_weights_.Init(engine_, weights_pd.diff_weights_desc(), OnednnPlainDesc(s.weights));
-  if (bias_term_) diff_bias_.Init(engine_, weights_pd.diff_bias_desc(), OnednnPlainDesc(s.bias));
+  diff_weights_.Init(engine(), weights_pd.diff_weights_desc(), OnednnPlainDesc(s.weights));
+  if (bias_term_) diff_bias_.Init(engine(), weights_pd.diff_bias_desc(), OnednnPlainDesc(s.bias));
 }
 
 void OnednnConvolutionLayer::LimitWinograd(std::size_t scratchpad_bytes) {
@@ -194,7 +181,6 @@ void OnednnConvolutionLayer::LimitWinograd(std::size_t scratchpad_bytes) {
   }
 }
 
-namespace {
 // Winograd's scratchpad holds the transformed weights and the whole batch's transformed tiles,
 // and oneDNN keeps the largest one it was asked for as long as the process runs. Measured at
 // batch 8 (forward scratchpad, against what the net needs in parameters and activations):
@@ -212,13 +198,9 @@ void LimitWinogradScratchpads(const Net<float>& net) {
   }
 }
 
-const LayerFusionRegisterer<float> g_limit_winograd_scratchpads(LimitWinogradScratchpads);
-}  // namespace
-
 void OnednnConvolutionLayer::RecreateForward() {
   if (prepared_shape_.empty()) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "convolution forward with relu", [&] { PrepareForward(); });
+  Build("convolution forward with relu", [&] { PrepareForward(); });
   backward_prepared_ = false;
 }
 
@@ -240,7 +222,7 @@ void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& t
   const bool caffe_relu = fuses_relu() && OutputMayHoldNaN(bottom);
   SetRanCaffeReLU(caffe_relu);
   if (caffe_relu && !forward_without_relu_) {
-    OnednnCall(this->Describe(), "convolution forward without relu", [&] {
+    Build("convolution forward without relu", [&] {
       forward_without_relu_ = dnnl::convolution_forward(ForwardPrimitive(algorithm_, true));
     });
   }
@@ -249,29 +231,27 @@ void OnednnConvolutionLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& t
   OnednnPlaceInWorkspace(bottom.size() == 1 ? src_.ForRead(*bottom[0]->data()) : &src_,
                          top.size() == 1 ? dst_.ForWrite(*top[0]->data()) : &dst_, &weights_,
                          &bias_);
-  OnednnCall(this->Describe(), "convolution forward", [&] {
-    Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])}};
-    if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream_, *this->blobs_[1]);
+  Run("convolution forward", [&] {
+    OnednnArgs args{{DNNL_ARG_WEIGHTS, weights_.Get(stream(), *this->blobs_[0])}};
+    if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream(), *this->blobs_[1]);
     for (std::size_t i = 0; i < bottom.size(); ++i) {
-      args[DNNL_ARG_SRC] = src_.Read(stream_, *bottom[i]->data());
+      args[DNNL_ARG_SRC] = src_.Read(stream(), *bottom[i]->data());
       args[DNNL_ARG_DST] = dst_.Write(*top[i]->data());
-      forward.execute(stream_, args);
+      forward.execute(stream(), args);
       if (caffe_relu) {
-        stream_.wait();
+        stream().wait();
         OnednnReLUInPlace(dst_.primitive(), relu_slope());
       }
-      dst_.Publish(stream_);
+      dst_.Publish(stream());
     }
-    stream_.wait();
   });
 }
 
 void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
                                           const std::vector<bool>& propagate_down,
                                           const BlobVec& bottom) {
-  UseOnednnThreads();
   if (!backward_prepared_) {
-    OnednnCall(this->Describe(), "convolution backward", [&] { PrepareBackward(); });
+    Build("convolution backward", [&] { PrepareBackward(); });
     backward_prepared_ = true;
   }
   const bool weight_diff = this->param_propagate_down(0);
@@ -298,31 +278,31 @@ void OnednnConvolutionLayer::Backward_cpu(const BlobVec& top,
   OnednnParamData* data_weights = !data ? nullptr : share_weights_ ? &weights_ : &data_weights_;
   OnednnPlaceInWorkspace(params_src, params_diff_dst, weight_diff ? &diff_weights_ : nullptr,
                          bias_diff ? &diff_bias_ : nullptr, data_diff_dst, diff_src, data_weights);
-  OnednnCall(this->Describe(), "convolution backward", [&] {
+  Run("convolution backward", [&] {
     for (std::size_t i = 0; i < top.size(); ++i) {
       SyncedMemory& top_diff = *top[i]->diff();
       if (weight_diff || bias_diff) {
-        Args args{{DNNL_ARG_SRC, weights_src_.Read(stream_, *bottom[i]->data())},
-                  {DNNL_ARG_DIFF_DST, weights_diff_dst_.Read(stream_, top_diff)},
-                  {DNNL_ARG_DIFF_WEIGHTS, diff_weights_.scratch()}};
+        OnednnArgs args{{DNNL_ARG_SRC, weights_src_.Read(stream(), *bottom[i]->data())},
+                        {DNNL_ARG_DIFF_DST, weights_diff_dst_.Read(stream(), top_diff)},
+                        {DNNL_ARG_DIFF_WEIGHTS, diff_weights_.scratch()}};
         if (bias_term_) args[DNNL_ARG_DIFF_BIAS] = diff_bias_.scratch();
-        backward_weights_.execute(stream_, args);
-        if (weight_diff) diff_weights_.AddTo(stream_, this->blobs_[0]->mutable_cpu_diff());
-        if (bias_diff) diff_bias_.AddTo(stream_, this->blobs_[1]->mutable_cpu_diff());
+        backward_weights_.execute(stream(), args);
+        if (weight_diff) diff_weights_.AddTo(stream(), this->blobs_[0]->mutable_cpu_diff());
+        if (bias_diff) diff_bias_.AddTo(stream(), this->blobs_[1]->mutable_cpu_diff());
       }
       if (propagate_down[i]) {
         // The top diff the weight gradient read serves here too when the layouts agree.
         const dnnl::memory& diff_dst = share_diff_dst_ && (weight_diff || bias_diff)
                                            ? weights_diff_dst_.primitive()
-                                           : data_diff_dst_.Read(stream_, top_diff);
+                                           : data_diff_dst_.Read(stream(), top_diff);
         OnednnParamData& weights = share_weights_ ? weights_ : data_weights_;
-        backward_data_.execute(stream_, {{DNNL_ARG_DIFF_DST, diff_dst},
-                                         {DNNL_ARG_WEIGHTS, weights.Get(stream_, *this->blobs_[0])},
-                                         {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[i]->diff())}});
-        diff_src_.Publish(stream_);
+        backward_data_.execute(stream(),
+                               {{DNNL_ARG_DIFF_DST, diff_dst},
+                                {DNNL_ARG_WEIGHTS, weights.Get(stream(), *this->blobs_[0])},
+                                {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[i]->diff())}});
+        diff_src_.Publish(stream());
       }
     }
-    stream_.wait();
   });
 }
 

@@ -91,12 +91,12 @@ bool SumReLU(const float* a, const float* b, float* y, int count, float slope) {
 void OnednnEltwiseLayer::PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms) {
   if (!fuses_relu()) {
     const std::vector<dnnl::memory::desc> descs(bottoms, desc);
-    forward_ = dnnl::sum(dnnl::sum::primitive_desc(desc, coeffs_, descs, engine_));
+    forward_ = dnnl::sum(dnnl::sum::primitive_desc(desc, coeffs_, descs, engine()));
   }
   const auto plain = OnednnPlainDesc(desc.dims());
   srcs_.assign(bottoms, OnednnTensor());
-  for (auto& src : srcs_) src.Init(engine_, plain, desc);
-  dst_.Init(engine_, plain, desc);
+  for (auto& src : srcs_) src.Init(engine(), plain, desc);
+  dst_.Init(engine(), plain, desc);
   forward_desc_ = desc;
 }
 
@@ -106,18 +106,17 @@ void OnednnEltwiseLayer::PrepareBackward(const dnnl::memory::desc& desc) {
     scales_.emplace_back(dnnl::eltwise_forward::primitive_desc(
         dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
                                     dnnl::algorithm::eltwise_linear, desc, coeff, 0.f),
-        engine_));
+        engine()));
   }
   const auto plain = OnednnPlainDesc(desc.dims());
-  diff_dst_.Init(engine_, plain, desc);
-  diff_src_.Init(engine_, plain, desc);
+  diff_dst_.Init(engine(), plain, desc);
+  diff_src_.Init(engine(), plain, desc);
   backward_desc_ = desc;
 }
 
 void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   CountForward();
   if (bottom[0]->count() == 0) return;
-  UseOnednnThreads();
   // The layout every bottom arrives in, else Caffe's.
   dnnl::memory::desc desc = OnednnElementwiseDesc(*bottom[0]->data(), prepared_count_);
   for (const auto* blob : bottom) {
@@ -125,27 +124,26 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
       desc = OnednnPlainDesc({prepared_count_});
   }
   if (desc != forward_desc_) {
-    OnednnCall(this->Describe(), "sum", [&] { PrepareForward(desc, bottom.size()); });
+    Build("sum", [&] { PrepareForward(desc, bottom.size()); });
   }
   OnednnPlaceInWorkspace(dst_.ForWrite(*top[0]->data()));
-  OnednnCall(this->Describe(), "sum forward", [&] {
-    std::unordered_map<int, dnnl::memory> args;
+  Run("sum forward", [&] {
+    OnednnArgs args;
     for (std::size_t i = 0; i < bottom.size(); ++i) {
       args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] =
-          srcs_[i].Read(stream_, *bottom[i]->data());
+          srcs_[i].Read(stream(), *bottom[i]->data());
     }
     args[DNNL_ARG_DST] = dst_.Write(*top[0]->data());
     if (fuses_relu()) {
-      stream_.wait();
+      stream().wait();
       const auto values = [&](int arg) { return static_cast<float*>(args[arg].get_data_handle()); };
       // A NaN out makes the ReLU's Backward Caffe's: oneDNN's takes a NaN for positive.
       SetRanCaffeReLU(SumReLU(values(DNNL_ARG_MULTIPLE_SRC), values(DNNL_ARG_MULTIPLE_SRC + 1),
                               values(DNNL_ARG_DST), prepared_count_, relu_slope()));
     } else {
-      forward_.execute(stream_, args);
+      forward_.execute(stream(), args);
     }
-    dst_.Publish(stream_);
-    stream_.wait();
+    dst_.Publish(stream());
   });
 }
 
@@ -165,22 +163,20 @@ void OnednnEltwiseLayer::Backward_cpu(const BlobVec& top, const std::vector<bool
     }
   }
   if (written.empty()) return;
-  UseOnednnThreads();
   // In the layout the top diff arrives in: each bottom diff is a multiple of it.
   const auto desc = OnednnElementwiseDesc(*top[0]->diff(), prepared_count_);
   if (desc != backward_desc_) {
-    OnednnCall(this->Describe(), "sum backward (eltwise linear)", [&] { PrepareBackward(desc); });
+    Build("sum backward (eltwise linear)", [&] { PrepareBackward(desc); });
   }
   OnednnPlaceInWorkspace(&diff_src_);
-  OnednnCall(this->Describe(), "sum backward (eltwise linear)", [&] {
-    const dnnl::memory& diff_dst = diff_dst_.Read(stream_, *top[0]->diff());
+  Run("sum backward (eltwise linear)", [&] {
+    const dnnl::memory& diff_dst = diff_dst_.Read(stream(), *top[0]->diff());
     // Last to first: an in-place bottom[0] shares the top diff, which the others read.
     for (auto i = written.rbegin(); i != written.rend(); ++i) {
-      scales_[*i].execute(stream_, {{DNNL_ARG_SRC, diff_dst},
-                                    {DNNL_ARG_DST, diff_src_.Write(*bottom[*i]->diff())}});
-      diff_src_.Publish(stream_);
+      scales_[*i].execute(stream(), {{DNNL_ARG_SRC, diff_dst},
+                                     {DNNL_ARG_DST, diff_src_.Write(*bottom[*i]->diff())}});
+      diff_src_.Publish(stream());
     }
-    stream_.wait();
   });
 }
 

@@ -16,6 +16,7 @@
 
 #include "doppio/core/layer_fusion.hpp"
 #include "doppio/layers/onednn_batch_norm_layer.hpp"
+#include "doppio/layers/onednn_conv_layer.hpp"
 #include "doppio/layers/onednn_eltwise_layer.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
@@ -84,8 +85,6 @@ void FuseReLUPostOps(const Net<float>& net) {
   }
 }
 
-const LayerFusionRegisterer<float> g_fuse_relu_post_ops(FuseReLUPostOps);
-
 // Whether layer `j` runs in place on `blob` alone.
 bool InPlaceOn(const Net<float>& net, int j, const Blob<float>* blob) {
   const auto& bottom = net.bottom_vecs()[j];
@@ -139,8 +138,6 @@ void FuseBatchNormScaleReLU(const Net<float>& net) {
               << (with_relu ? ", fuse_norm_relu)" : ")");
   }
 }
-
-const LayerFusionRegisterer<float> g_fuse_batch_norm_scale_relu(FuseBatchNormScaleReLU);
 
 // The layers that read or write `blob`, in the net's order.
 std::vector<int> Touching(const Net<float>& net, const Blob<float>* blob) {
@@ -217,7 +214,17 @@ void LendSumDiffs(const Net<float>& net) {
   }
 }
 
-const LayerFusionRegisterer<float> g_lend_sum_diffs(LendSumDiffs);
+// The order matters once: LendSumDiffs lends an Eltwise's diff to a BatchNorm only where
+// that BatchNorm is fused already, so it runs after FuseBatchNormScaleReLU. The ReLU and
+// BatchNorm passes fuse disjoint patterns (a post-op's ReLU reads a Convolution's,
+// InnerProduct's or Eltwise's top first; the BatchNorm's reads its Scale's), so their order
+// between themselves is free. The Winograd limit chooses the convolutions' algorithm first,
+// which the ReLU post-ops then keep when they prepare a convolution again.
+const LayerFusionRegisterer<float> g_onednn_fusions(
+    "ONEDNN", {{"Winograd scratchpad limit", LimitWinogradScratchpads},
+               {"ReLU post-ops", FuseReLUPostOps},
+               {"BatchNorm + Scale + ReLU", FuseBatchNormScaleReLU},
+               {"Eltwise SUM lends diffs", LendSumDiffs}});
 
 }  // namespace
 

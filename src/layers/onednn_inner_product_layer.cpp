@@ -8,11 +8,6 @@ namespace doppio {
 
 namespace {
 using dnnl::memory;
-using Args = std::unordered_map<int, memory>;
-
-memory::desc AnyDesc(const memory::dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
-}
 
 // dnnl::sgemm returns its status; as a dnnl::error it reaches OnednnCall's message.
 void Sgemm(char transa, char transb, memory::dim m, memory::dim n, memory::dim k, const float* a,
@@ -33,37 +28,37 @@ memory::desc OnednnInnerProductLayer::UserWeightsDesc() const {
 void OnednnInnerProductLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   InnerProductLayer<float>::Reshape(bottom, top);
   if (M_ == prepared_m_) return;
-  UseOnednnThreads();
-  OnednnCall(this->Describe(), "inner product forward", [&] { PrepareForward(); });
+  Build("inner product forward", [&] { PrepareForward(); });
   prepared_m_ = M_;
   backward_prepared_ = false;
 }
 
 void OnednnInnerProductLayer::PrepareForward() {
-  const auto desc = bias_term_ ? dnnl::inner_product_forward::desc(
-                                     dnnl::prop_kind::forward_training, OnednnPlainDesc({M_, K_}),
-                                     UserWeightsDesc(), AnyDesc({N_}), OnednnPlainDesc({M_, N_}))
-                               : dnnl::inner_product_forward::desc(
-                                     dnnl::prop_kind::forward_training, OnednnPlainDesc({M_, K_}),
-                                     UserWeightsDesc(), OnednnPlainDesc({M_, N_}));
-  forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, engine_);
+  const auto desc =
+      bias_term_ ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training,
+                                                     OnednnPlainDesc({M_, K_}), UserWeightsDesc(),
+                                                     OnednnAnyDesc({N_}), OnednnPlainDesc({M_, N_}))
+                 : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training,
+                                                     OnednnPlainDesc({M_, K_}), UserWeightsDesc(),
+                                                     OnednnPlainDesc({M_, N_}));
+  forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, engine());
   forward_ = dnnl::inner_product_forward(forward_pd_);
-  src_.Init(engine_, OnednnPlainDesc({M_, K_}), forward_pd_.src_desc());
-  dst_.Init(engine_, OnednnPlainDesc({M_, N_}), forward_pd_.dst_desc());
+  src_.Init(engine(), OnednnPlainDesc({M_, K_}), forward_pd_.src_desc());
+  dst_.Init(engine(), OnednnPlainDesc({M_, N_}), forward_pd_.dst_desc());
   const bool kept = this->phase_ == TEST;
-  weights_.Init(engine_, UserWeightsDesc(), forward_pd_.weights_desc(), kept);
-  if (bias_term_) bias_.Init(engine_, OnednnPlainDesc({N_}), forward_pd_.bias_desc(), kept);
+  weights_.Init(engine(), UserWeightsDesc(), forward_pd_.weights_desc(), kept);
+  if (bias_term_) bias_.Init(engine(), OnednnPlainDesc({N_}), forward_pd_.bias_desc(), kept);
 }
 
 void OnednnInnerProductLayer::PrepareBackward() {
   const dnnl::inner_product_backward_data::primitive_desc data_pd(
       dnnl::inner_product_backward_data::desc(OnednnPlainDesc({M_, K_}), UserWeightsDesc(),
                                               OnednnPlainDesc({M_, N_})),
-      engine_, forward_pd_);
+      engine(), forward_pd_);
   backward_data_ = dnnl::inner_product_backward_data(data_pd);
-  data_diff_dst_.Init(engine_, OnednnPlainDesc({M_, N_}), data_pd.diff_dst_desc());
-  diff_src_.Init(engine_, OnednnPlainDesc({M_, K_}), data_pd.diff_src_desc());
-  data_weights_.Init(engine_, UserWeightsDesc(), data_pd.weights_desc(), false);
+  data_diff_dst_.Init(engine(), OnednnPlainDesc({M_, N_}), data_pd.diff_dst_desc());
+  diff_src_.Init(engine(), OnednnPlainDesc({M_, K_}), data_pd.diff_src_desc());
+  data_weights_.Init(engine(), UserWeightsDesc(), data_pd.weights_desc(), false);
 }
 
 // The parameter gradients are GEMMs that add into the blobs' diffs in Caffe's layout (beta 1),
@@ -90,20 +85,18 @@ void OnednnInnerProductLayer::AddBiasGradient(const float* top_diff) {
 
 void OnednnInnerProductLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   CountForward();
-  UseOnednnThreads();
   OnednnPlaceInWorkspace(&src_, &dst_, &weights_, &bias_);
-  OnednnCall(this->Describe(), "inner product forward", [&] {
-    Args args{{DNNL_ARG_WEIGHTS, weights_.Get(stream_, *this->blobs_[0])},
-              {DNNL_ARG_SRC, src_.Read(stream_, bottom[0]->cpu_data())},
-              {DNNL_ARG_DST, dst_.Write(top[0]->mutable_cpu_data())}};
-    if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream_, *this->blobs_[1]);
-    forward_.execute(stream_, args);
+  Run("inner product forward", [&] {
+    OnednnArgs args{{DNNL_ARG_WEIGHTS, weights_.Get(stream(), *this->blobs_[0])},
+                    {DNNL_ARG_SRC, src_.Read(stream(), bottom[0]->cpu_data())},
+                    {DNNL_ARG_DST, dst_.Write(top[0]->mutable_cpu_data())}};
+    if (bias_term_) args[DNNL_ARG_BIAS] = bias_.Get(stream(), *this->blobs_[1]);
+    forward_.execute(stream(), args);
     if (fuses_relu()) {
-      stream_.wait();
+      stream().wait();
       OnednnReLUInPlace(dst_.primitive(), relu_slope());
     }
-    dst_.Publish(stream_);
-    stream_.wait();
+    dst_.Publish(stream());
   });
   SetRanCaffeReLU(fuses_relu());
 }
@@ -111,26 +104,24 @@ void OnednnInnerProductLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& 
 void OnednnInnerProductLayer::Backward_cpu(const BlobVec& top,
                                            const std::vector<bool>& propagate_down,
                                            const BlobVec& bottom) {
-  UseOnednnThreads();
   if (!backward_prepared_) {
-    OnednnCall(this->Describe(), "inner product backward", [&] { PrepareBackward(); });
+    Build("inner product backward", [&] { PrepareBackward(); });
     backward_prepared_ = true;
   }
   OnednnPlaceInWorkspace(propagate_down[0] ? &data_diff_dst_ : nullptr,
                          propagate_down[0] ? &diff_src_ : nullptr,
                          propagate_down[0] ? &data_weights_ : nullptr);
-  OnednnCall(this->Describe(), "inner product backward", [&] {
+  Run("inner product backward", [&] {
     const float* top_diff = top[0]->cpu_diff();
     if (this->param_propagate_down(0)) AddWeightGradient(bottom[0]->cpu_data(), top_diff);
     if (bias_term_ && this->param_propagate_down(1)) AddBiasGradient(top_diff);
     if (propagate_down[0]) {
-      backward_data_.execute(stream_,
-                             {{DNNL_ARG_DIFF_DST, data_diff_dst_.Read(stream_, top_diff)},
-                              {DNNL_ARG_WEIGHTS, data_weights_.Get(stream_, *this->blobs_[0])},
+      backward_data_.execute(stream(),
+                             {{DNNL_ARG_DIFF_DST, data_diff_dst_.Read(stream(), top_diff)},
+                              {DNNL_ARG_WEIGHTS, data_weights_.Get(stream(), *this->blobs_[0])},
                               {DNNL_ARG_DIFF_SRC, diff_src_.Write(bottom[0]->mutable_cpu_diff())}});
-      diff_src_.Publish(stream_);
+      diff_src_.Publish(stream());
     }
-    stream_.wait();
   });
 }
 

@@ -26,15 +26,13 @@ dnnl::algorithm Algorithm(LRNParameter::NormRegion region) {
                                                  : dnnl::algorithm::lrn_within_channel;
 }
 
-bool Jit(const dnnl::primitive_desc_base& pd) {
-  return std::string(pd.impl_info_str()).find("jit") != std::string::npos;
-}
-
 // The primitive descriptors of an LRN on `layout`.
 struct LRNDescs {
   dnnl::lrn_forward::primitive_desc forward;
   dnnl::lrn_backward::primitive_desc backward;
-  bool jit() const { return Jit(forward) && Jit(backward); }
+  bool jit() const {
+    return OnednnImplementationIs(forward, "jit") && OnednnImplementationIs(backward, "jit");
+  }
 };
 
 LRNDescs MakeLRN(const dnnl::engine& engine, dnnl::algorithm algorithm,
@@ -76,50 +74,46 @@ std::optional<LRNDescs> JitLRN(const dnnl::engine& engine, dnnl::algorithm algor
 void OnednnLRNLayer::Prepare(const dnnl::memory::desc& arriving) {
   const auto algorithm = Algorithm(region_);
   const std::optional<LRNDescs> jit =
-      JitLRN(engine_, algorithm, arriving, size_, alpha_, beta_, k_);
+      JitLRN(engine(), algorithm, arriving, size_, alpha_, beta_, k_);
   const LRNDescs descs =
-      jit ? *jit : MakeLRN(engine_, algorithm, arriving, size_, alpha_, beta_, k_);
+      jit ? *jit : MakeLRN(engine(), algorithm, arriving, size_, alpha_, beta_, k_);
   forward_ = dnnl::lrn_forward(descs.forward);
   backward_ = dnnl::lrn_backward(descs.backward);
   const auto plain = OnednnPlainDesc(arriving.dims());
-  src_.Init(engine_, plain, descs.forward.src_desc());
-  dst_.Init(engine_, plain, descs.forward.dst_desc());
-  diff_dst_.Init(engine_, plain, descs.backward.diff_dst_desc());
-  diff_src_.Init(engine_, plain, descs.backward.diff_src_desc());
-  workspace_ = dnnl::memory(descs.forward.workspace_desc(), engine_);
+  src_.Init(engine(), plain, descs.forward.src_desc());
+  dst_.Init(engine(), plain, descs.forward.dst_desc());
+  diff_dst_.Init(engine(), plain, descs.backward.diff_dst_desc());
+  diff_src_.Init(engine(), plain, descs.backward.diff_src_desc());
+  workspace_ = dnnl::memory(descs.forward.workspace_desc(), engine());
   prepared_src_ = arriving;
 }
 
 void OnednnLRNLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
-  UseOnednnThreads();
   SyncedMemory& in = *bottom[0]->data();
   const auto src = OnednnArrivingDesc(in, {num_, channels_, height_, width_});
-  if (src != prepared_src_) OnednnCall(this->Describe(), "lrn", [&] { Prepare(src); });
+  if (src != prepared_src_) Build("lrn", [&] { Prepare(src); });
   OnednnPlaceInWorkspace(src_.ForRead(in), dst_.ForWrite(*top[0]->data()));
-  OnednnCall(this->Describe(), "lrn forward", [&] {
-    forward_.execute(stream_, {{DNNL_ARG_SRC, src_.Read(stream_, in)},
-                               {DNNL_ARG_DST, dst_.Write(*top[0]->data())},
-                               {DNNL_ARG_WORKSPACE, workspace_}});
-    dst_.Publish(stream_);
-    stream_.wait();
+  Run("lrn forward", [&] {
+    forward_.execute(stream(), {{DNNL_ARG_SRC, src_.Read(stream(), in)},
+                                {DNNL_ARG_DST, dst_.Write(*top[0]->data())},
+                                {DNNL_ARG_WORKSPACE, workspace_}});
+    dst_.Publish(stream());
   });
 }
 
 void OnednnLRNLayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                                   const BlobVec& bottom) {
   if (!propagate_down[0]) return;
-  UseOnednnThreads();
   // The workspace belongs to the primitives Forward ran: the input is read in their layout,
   // whatever layout a reader has turned it to since.
   OnednnPlaceInWorkspace(src_.ForRead(*bottom[0]->data()), diff_dst_.ForRead(*top[0]->diff()),
                          diff_src_.ForWrite(*bottom[0]->diff()));
-  OnednnCall(this->Describe(), "lrn backward", [&] {
-    backward_.execute(stream_, {{DNNL_ARG_SRC, src_.Read(stream_, *bottom[0]->data())},
-                                {DNNL_ARG_DIFF_DST, diff_dst_.Read(stream_, *top[0]->diff())},
-                                {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[0]->diff())},
-                                {DNNL_ARG_WORKSPACE, workspace_}});
-    diff_src_.Publish(stream_);
-    stream_.wait();
+  Run("lrn backward", [&] {
+    backward_.execute(stream(), {{DNNL_ARG_SRC, src_.Read(stream(), *bottom[0]->data())},
+                                 {DNNL_ARG_DIFF_DST, diff_dst_.Read(stream(), *top[0]->diff())},
+                                 {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[0]->diff())},
+                                 {DNNL_ARG_WORKSPACE, workspace_}});
+    diff_src_.Publish(stream());
   });
 }
 

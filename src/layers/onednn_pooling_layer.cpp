@@ -69,18 +69,18 @@ void OnednnPoolingLayer::Prepare(const dnnl::memory::desc& src) {
   const dnnl::pooling_forward::primitive_desc forward_pd(
       dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algorithm, src, dst, strides,
                                   kernel, pad_l, pad_r),
-      engine_);
+      engine());
   forward_ = dnnl::pooling_forward(forward_pd);
   const dnnl::pooling_backward::primitive_desc backward_pd(
       dnnl::pooling_backward::desc(algorithm, src, forward_pd.dst_desc(), strides, kernel, pad_l,
                                    pad_r),
-      engine_, forward_pd);
+      engine(), forward_pd);
   backward_ = dnnl::pooling_backward(backward_pd);
-  src_.Init(engine_, OnednnPlainDesc(src_dims), src);
-  dst_.Init(engine_, OnednnPlainDesc(dst_dims), forward_pd.dst_desc());
-  diff_dst_.Init(engine_, OnednnPlainDesc(dst_dims), backward_pd.diff_dst_desc());
-  diff_src_.Init(engine_, OnednnPlainDesc(src_dims), backward_pd.diff_src_desc());
-  workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine_);
+  src_.Init(engine(), OnednnPlainDesc(src_dims), src);
+  dst_.Init(engine(), OnednnPlainDesc(dst_dims), forward_pd.dst_desc());
+  diff_dst_.Init(engine(), OnednnPlainDesc(dst_dims), backward_pd.diff_dst_desc());
+  diff_src_.Init(engine(), OnednnPlainDesc(src_dims), backward_pd.diff_src_desc());
+  workspace_ = dnnl::memory(forward_pd.workspace_desc(), engine());
   prepared_src_ = src;
 }
 
@@ -94,21 +94,18 @@ void OnednnPoolingLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
     PoolingLayer<float>::Forward_cpu(bottom, top);
     return;
   }
-  UseOnednnThreads();
   const auto src = OnednnArrivingDesc(in, {num_, channels_, height_, width_});
   if (src != prepared_src_) {
-    OnednnCall(this->Describe(),
-               method_ == PoolingParameter::MAX ? "pooling (max)" : "pooling (avg)",
-               [&] { Prepare(src); });
+    Build(method_ == PoolingParameter::MAX ? "pooling (max)" : "pooling (avg)",
+          [&] { Prepare(src); });
   }
   OnednnPlaceInWorkspace(src_.ForRead(in), dst_.ForWrite(*top[0]->data()));
-  OnednnCall(this->Describe(), "pooling forward", [&] {
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src_.Read(stream_, in)},
-                                               {DNNL_ARG_DST, dst_.Write(*top[0]->data())}};
+  Run("pooling forward", [&] {
+    OnednnArgs args{{DNNL_ARG_SRC, src_.Read(stream(), in)},
+                    {DNNL_ARG_DST, dst_.Write(*top[0]->data())}};
     if (method_ == PoolingParameter::MAX) args[DNNL_ARG_WORKSPACE] = workspace_;
-    forward_.execute(stream_, args);
-    dst_.Publish(stream_);
-    stream_.wait();
+    forward_.execute(stream(), args);
+    dst_.Publish(stream());
   });
 }
 
@@ -119,17 +116,14 @@ void OnednnPoolingLayer::Backward_cpu(const BlobVec& top, const std::vector<bool
     PoolingLayer<float>::Backward_cpu(top, propagate_down, bottom);
     return;
   }
-  UseOnednnThreads();
   OnednnPlaceInWorkspace(diff_dst_.ForRead(*top[0]->diff()),
                          diff_src_.ForWrite(*bottom[0]->diff()));
-  OnednnCall(this->Describe(), "pooling backward", [&] {
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_DIFF_DST, diff_dst_.Read(stream_, *top[0]->diff())},
-        {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[0]->diff())}};
+  Run("pooling backward", [&] {
+    OnednnArgs args{{DNNL_ARG_DIFF_DST, diff_dst_.Read(stream(), *top[0]->diff())},
+                    {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[0]->diff())}};
     if (method_ == PoolingParameter::MAX) args[DNNL_ARG_WORKSPACE] = workspace_;
-    backward_.execute(stream_, args);
-    diff_src_.Publish(stream_);
-    stream_.wait();
+    backward_.execute(stream(), args);
+    diff_src_.Publish(stream());
   });
 }
 

@@ -21,13 +21,13 @@ void OnednnReLULayer::Prepare(const dnnl::memory::desc& desc) {
   const dnnl::eltwise_forward::primitive_desc forward_pd(
       dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algorithm, desc,
                                   negative_slope_),
-      engine_);
+      engine());
   forward_ = dnnl::eltwise_forward(forward_pd);
   backward_ = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(
-      dnnl::eltwise_backward::desc(algorithm, desc, desc, negative_slope_), engine_, forward_pd));
+      dnnl::eltwise_backward::desc(algorithm, desc, desc, negative_slope_), engine(), forward_pd));
   const auto plain = OnednnPlainDesc(desc.dims());
   for (OnednnTensor* tensor : {&data_, &dst_, &diff_dst_, &diff_src_}) {
-    tensor->Init(engine_, plain, desc);
+    tensor->Init(engine(), plain, desc);
   }
   prepared_desc_ = desc;
 }
@@ -35,7 +35,7 @@ void OnednnReLULayer::Prepare(const dnnl::memory::desc& desc) {
 void OnednnReLULayer::PrepareFor(const SyncedMemory& data) {
   const auto desc = OnednnElementwiseDesc(data, prepared_count_);
   if (desc == prepared_desc_) return;
-  OnednnCall(this->Describe(), "eltwise (relu)", [&] { Prepare(desc); });
+  Build("eltwise (relu)", [&] { Prepare(desc); });
 }
 
 void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
@@ -57,11 +57,10 @@ void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   if (!FromOutput()) KeepInputIfInPlace(*bottom[0], *top[0]);
   PrepareFor(*bottom[0]->data());
   OnednnPlaceInWorkspace(data_.ForRead(*bottom[0]->data()), dst_.ForWrite(*top[0]->data()));
-  OnednnCall(this->Describe(), "eltwise (relu) forward", [&] {
-    const dnnl::memory& src = data_.Read(stream_, *bottom[0]->data());
-    forward_.execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_.Write(*top[0]->data())}});
-    dst_.Publish(stream_);
-    stream_.wait();
+  Run("eltwise (relu) forward", [&] {
+    const dnnl::memory& src = data_.Read(stream(), *bottom[0]->data());
+    forward_.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_.Write(*top[0]->data())}});
+    dst_.Publish(stream());
   });
 }
 
@@ -72,7 +71,6 @@ void OnednnReLULayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& 
     ReLULayer<float>::Backward_cpu(top, propagate_down, bottom);
     return;
   }
-  UseOnednnThreads();
   // In the layout Forward ran in (a reader that turned the data to Caffe's since costs a
   // reorder, not new primitives); a fused ReLU, whose Forward does nothing, in the one the
   // data arrives in.
@@ -82,16 +80,15 @@ void OnednnReLULayer::Backward_cpu(const BlobVec& top, const std::vector<bool>& 
   OnednnPlaceInWorkspace(kept_input ? &data_ : data_.ForRead(*bottom[0]->data()),
                          diff_dst_.ForRead(*top[0]->diff()),
                          diff_src_.ForWrite(*bottom[0]->diff()));
-  OnednnCall(this->Describe(), "eltwise (relu) backward", [&] {
+  Run("eltwise (relu) backward", [&] {
     const dnnl::memory& data = FromOutput() || bottom[0] != top[0]
-                                   ? data_.Read(stream_, *bottom[0]->data())
-                                   : data_.Read(stream_, ForwardInput(*bottom[0]));
-    const dnnl::memory& diff_dst = diff_dst_.Read(stream_, *top[0]->diff());
-    backward_.execute(stream_, {{FromOutput() ? DNNL_ARG_DST : DNNL_ARG_SRC, data},
-                                {DNNL_ARG_DIFF_DST, diff_dst},
-                                {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[0]->diff())}});
-    diff_src_.Publish(stream_);
-    stream_.wait();
+                                   ? data_.Read(stream(), *bottom[0]->data())
+                                   : data_.Read(stream(), ForwardInput(*bottom[0]));
+    const dnnl::memory& diff_dst = diff_dst_.Read(stream(), *top[0]->diff());
+    backward_.execute(stream(), {{FromOutput() ? DNNL_ARG_DST : DNNL_ARG_SRC, data},
+                                 {DNNL_ARG_DIFF_DST, diff_dst},
+                                 {DNNL_ARG_DIFF_SRC, diff_src_.Write(*bottom[0]->diff())}});
+    diff_src_.Publish(stream());
   });
 }
 

@@ -2,8 +2,6 @@
 
 #ifdef DOPPIO_WITH_ONEDNN
 
-#include <unordered_map>
-
 #include "doppio/core/layer_registry.hpp"
 
 namespace doppio {
@@ -21,12 +19,12 @@ dnnl::memory::desc OnednnSplitLayer::SharedDiffLayout(const BlobVec& top) const 
 void OnednnSplitLayer::Prepare(const dnnl::memory::desc& desc, std::size_t tops) {
   const std::vector<float> scales(tops, 1.f);
   const std::vector<dnnl::memory::desc> descs(tops, desc);
-  sum_ = dnnl::sum(dnnl::sum::primitive_desc(desc, scales, descs, engine_));
+  sum_ = dnnl::sum(dnnl::sum::primitive_desc(desc, scales, descs, engine()));
   // One memory object each: copies of a dnnl::memory share one handle.
   top_diffs_.clear();
   for (std::size_t i = 0; i < tops; ++i)
-    top_diffs_.push_back(dnnl::memory(desc, engine_, DNNL_MEMORY_NONE));
-  bottom_diff_.Init(engine_, OnednnPlainDesc(desc.dims()), desc);
+    top_diffs_.push_back(dnnl::memory(desc, engine(), DNNL_MEMORY_NONE));
+  bottom_diff_.Init(engine(), OnednnPlainDesc(desc.dims()), desc);
   prepared_desc_ = desc;
   prepared_tops_ = tops;
 }
@@ -39,21 +37,19 @@ void OnednnSplitLayer::Backward_cpu(const BlobVec& top, const std::vector<bool>&
     SplitLayer<float>::Backward_cpu(top, propagate_down, bottom);
     return;
   }
-  UseOnednnThreads();
   if (desc != prepared_desc_ || top.size() != prepared_tops_) {
-    OnednnCall(this->Describe(), "sum of the top diffs", [&] { Prepare(desc, top.size()); });
+    Build("sum of the top diffs", [&] { Prepare(desc, top.size()); });
   }
   OnednnPlaceInWorkspace(bottom_diff_.ForWrite(*bottom[0]->diff()));
-  OnednnCall(this->Describe(), "sum of the top diffs", [&] {
-    std::unordered_map<int, dnnl::memory> args;
+  Run("sum of the top diffs", [&] {
+    OnednnArgs args;
     for (std::size_t i = 0; i < top.size(); ++i) {
       top_diffs_[i].set_data_handle(const_cast<void*>(top[i]->diff()->raw_cpu_data()));
       args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = top_diffs_[i];
     }
     args[DNNL_ARG_DST] = bottom_diff_.Write(*bottom[0]->diff());
-    sum_.execute(stream_, args);
-    bottom_diff_.Publish(stream_);
-    stream_.wait();
+    sum_.execute(stream(), args);
+    bottom_diff_.Publish(stream());
   });
 }
 

@@ -141,7 +141,8 @@ void RecurrentLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top
     loss->add_top(name + "_pseudoloss");
     loss->add_loss_weight(1);
   }
-  unrolled_net_ = std::make_unique<Net<Dtype>>(net, this->seed());
+  // The CPU options reach its layers too; the device follows with SetGpu.
+  unrolled_net_ = std::make_unique<Net<Dtype>>(net, this->seed(), nullptr, this->cpu_options());
   // Caffe's recurrent_param.debug_info: the unrolled net logs its layers' magnitudes.
   unrolled_net_->set_debug_info(param.debug_info());
 

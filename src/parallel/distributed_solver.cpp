@@ -35,7 +35,7 @@ DistributedSolver<Dtype>::DistributedSolver(const SolverParameter& param,
     snapshot_after_train_ = param.snapshot_after_train();
     max_iter_ = param.max_iter();
     PrepareParameters(param);
-    solver_ = SolverRegistry<Dtype>::CreateSolver(config_.param, options_.gpu);
+    solver_ = SolverRegistry<Dtype>::CreateSolver(config_.param, options_.gpu, options_.cpu);
     if (!options_.timeline_file.empty()) timeline_ = std::make_unique<Timeline>(0.0);
     // Top-k's momentum correction sends steps with the SGD solver's momentum in them
     // (topk_compressor.hpp); the other solvers, and LARC's rate from the gradient's norm,

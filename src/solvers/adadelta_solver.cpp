@@ -5,8 +5,9 @@
 namespace doppio {
 
 template <typename Dtype>
-AdaDeltaSolver<Dtype>::AdaDeltaSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
-    : SGDSolver<Dtype>(param, std::move(gpu)) {
+AdaDeltaSolver<Dtype>::AdaDeltaSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu,
+                                      const CpuOptions& cpu)
+    : SGDSolver<Dtype>(param, std::move(gpu), cpu) {
   // Second set: the running average of squared steps.
   this->AddHistorySet();
 }

@@ -5,8 +5,9 @@
 namespace doppio {
 
 template <typename Dtype>
-AdaGradSolver<Dtype>::AdaGradSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
-    : SGDSolver<Dtype>(param, std::move(gpu)) {
+AdaGradSolver<Dtype>::AdaGradSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu,
+                                    const CpuOptions& cpu)
+    : SGDSolver<Dtype>(param, std::move(gpu), cpu) {
   DOPPIO_ENSURE(this->param_.momentum() == 0)
       << "solver: type AdaGrad does not use momentum; set momentum: 0 (it is "
       << this->param_.momentum() << ")";

@@ -7,8 +7,9 @@
 namespace doppio {
 
 template <typename Dtype>
-AdamSolver<Dtype>::AdamSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
-    : SGDSolver<Dtype>(param, std::move(gpu)) {
+AdamSolver<Dtype>::AdamSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu,
+                              const CpuOptions& cpu)
+    : SGDSolver<Dtype>(param, std::move(gpu), cpu) {
   // Second set: the second moments (the first set holds the first moments).
   this->AddHistorySet();
 }

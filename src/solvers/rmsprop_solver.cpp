@@ -5,8 +5,9 @@
 namespace doppio {
 
 template <typename Dtype>
-RMSPropSolver<Dtype>::RMSPropSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
-    : SGDSolver<Dtype>(param, std::move(gpu)) {
+RMSPropSolver<Dtype>::RMSPropSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu,
+                                    const CpuOptions& cpu)
+    : SGDSolver<Dtype>(param, std::move(gpu), cpu) {
   DOPPIO_ENSURE(this->param_.momentum() == 0)
       << "solver: type RMSProp does not use momentum; set momentum: 0 (it is "
       << this->param_.momentum() << ")";

@@ -13,8 +13,10 @@
 namespace doppio {
 
 template <typename Dtype>
-SGDSolver<Dtype>::SGDSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
-    : Solver<Dtype>(param, std::move(gpu)), larc_params_(LarcParams(this->param_, *this->net_)) {
+SGDSolver<Dtype>::SGDSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu,
+                            const CpuOptions& cpu)
+    : Solver<Dtype>(param, std::move(gpu), cpu),
+      larc_params_(LarcParams(this->param_, *this->net_)) {
   AddHistorySet();
   int largest = 0;
   for (const auto* blob : this->net_->learnable_params())

@@ -95,8 +95,9 @@ std::string FormatDuration(double seconds) {
 }  // namespace
 
 template <typename Dtype>
-Solver<Dtype>::Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu)
-    : param_(param), gpu_(std::move(gpu)) {
+Solver<Dtype>::Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu,
+                      const CpuOptions& cpu)
+    : param_(param), gpu_(std::move(gpu)), cpu_options_(cpu) {
   if (param_.has_solver_type()) {
     const std::string old_type = SolverParameter::SolverType_Name(param_.solver_type());
     UpgradeSolverType(&param_);
@@ -198,7 +199,7 @@ void Solver<Dtype>::InitTrainNet() {
   state.MergeFrom(net_param.state());
   state.MergeFrom(param_.train_state());
   *net_param.mutable_state() = state;
-  net_ = std::make_shared<Net<Dtype>>(net_param, seed_, gpu_);
+  net_ = std::make_shared<Net<Dtype>>(net_param, seed_, gpu_, cpu_options_);
   net_debug_info_ = net_param.debug_info();
   for (const std::string& weights : param_.weights()) LoadNetWeights(net_.get(), weights);
 }
@@ -288,7 +289,8 @@ void Solver<Dtype>::InitTestNets() {
     if (param_.test_state_size() > 0) state.MergeFrom(param_.test_state(i));
     *net_params[i].mutable_state() = state;
     LOG(INFO) << "Creating test net (#" << i << ") specified by " << sources[i];
-    test_nets_[i] = std::make_shared<Net<Dtype>>(net_params[i], DeriveSeed(seed_, i + 1), gpu_);
+    test_nets_[i] =
+        std::make_shared<Net<Dtype>>(net_params[i], DeriveSeed(seed_, i + 1), gpu_, cpu_options_);
     for (const std::string& weights : param_.weights()) {
       LoadNetWeights(test_nets_[i].get(), weights);
     }

@@ -57,8 +57,9 @@ std::vector<std::string> SolverRegistry<Dtype>::Types() {
 }
 
 template <typename Dtype>
-std::unique_ptr<Solver<Dtype>> SolverRegistry<Dtype>::CreateSolver(
-    const SolverParameter& param, std::shared_ptr<GpuContext> gpu) {
+std::unique_ptr<Solver<Dtype>> SolverRegistry<Dtype>::CreateSolver(const SolverParameter& param,
+                                                                   std::shared_ptr<GpuContext> gpu,
+                                                                   const CpuOptions& cpu) {
   SolverParameter upgraded = param;
   UpgradeSolverType(&upgraded);
   auto it = Table().find(upgraded.type());
@@ -68,7 +69,7 @@ std::unique_ptr<Solver<Dtype>> SolverRegistry<Dtype>::CreateSolver(
     DOPPIO_FAIL() << "solver: unknown solver type '" << upgraded.type()
                   << "'; known types:" << known.str();
   }
-  return it->second(upgraded, std::move(gpu));
+  return it->second(upgraded, std::move(gpu), cpu);
 }
 
 DOPPIO_INSTANTIATE_CLASS(SolverRegistry);

@@ -129,16 +129,17 @@ TEST(OnednnConvolutionTest, ResNet50Winograd3x3) {
 TEST(OnednnConvolutionTest, WinogradWhereOnednnHasItUnlessTurnedOff) {
   const bool available = OnednnHasWinograd(32);
   for (const bool allowed : {true, false}) {
-    SetOnednnConvolutionWinograd(allowed);
     auto layer = LayerRegistry<float>::CreateLayer(
         EngineParam(Conv("num_output: 32 kernel_size: 3 pad: 1"), "ONEDNN"), Mode::CPU);
+    CpuOptions options;
+    options.onednn_winograd = allowed;
+    layer->set_cpu_options(options);
     Blob<float> bottom({2, 32, 14, 14}), top;
     layer->SetUp({&bottom}, {&top});
     const auto* conv = dynamic_cast<const OnednnConvolutionLayer*>(layer.get());
     ASSERT_NE(conv, nullptr);
     EXPECT_EQ(conv->winograd(), allowed && available) << "allowed " << allowed;
   }
-  SetOnednnConvolutionWinograd(true);
   // Strided, grouped or 1x1: always the direct algorithm.
   for (const std::string& fields :
        {"num_output: 32 kernel_size: 3 pad: 1 stride: 2", "num_output: 32 kernel_size: 3 group: 2",
@@ -150,20 +151,40 @@ TEST(OnednnConvolutionTest, WinogradWhereOnednnHasItUnlessTurnedOff) {
   }
 }
 
+TEST(OnednnConvolutionTest, TheNetsCpuOptionsTurnWinogradOff) {
+  if (!OnednnHasWinograd(32)) GTEST_SKIP() << "no Winograd kernel in this machine's oneDNN";
+  NetParameter param = ParseText<NetParameter>(
+      "layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 2 dim: 32 dim: 14 "
+      "dim: 14 } } }");
+  LayerParameter& conv = *param.add_layer();
+  conv = EngineParam(Conv("num_output: 32 kernel_size: 3 pad: 1"), "ONEDNN");
+  conv.add_bottom("x");
+  conv.add_top("y");
+  for (const bool allowed : {true, false}) {
+    CpuOptions options;
+    options.onednn_winograd = allowed;
+    Net<float> net(param, 1701, nullptr, options);
+    const auto& layer = dynamic_cast<const OnednnConvolutionLayer&>(*net.layer_by_name("l"));
+    EXPECT_EQ(layer.winograd(), allowed);
+  }
+}
+
 TEST(OnednnConvolutionTest, WinogradOverItsScratchpadLimitRunsDirect) {
   if (!OnednnHasWinograd(32)) GTEST_SKIP() << "no Winograd kernel in this machine's oneDNN";
-  SetOnednnConvolutionWinograd(true);
   Blob<float> bottom({2, 32, 14, 14});
   Rng rng(3);
   FillGaussian(&bottom, rng);
-  const auto make = [&](Blob<float>* top) {
+  const auto make = [&](Blob<float>* top, bool winograd) {
     auto layer = LayerRegistry<float>::CreateLayer(
         EngineParam(Conv("num_output: 32 kernel_size: 3 pad: 1"), "ONEDNN"), Mode::CPU);
+    CpuOptions options;
+    options.onednn_winograd = winograd;
+    layer->set_cpu_options(options);
     layer->SetUp({&bottom}, {top});
     return layer;
   };
   Blob<float> top, direct_top;
-  auto layer = make(&top);
+  auto layer = make(&top, true);
   auto& conv = dynamic_cast<OnednnConvolutionLayer&>(*layer);
   ASSERT_TRUE(conv.winograd());
   const std::size_t scratchpad = conv.winograd_scratchpad_bytes();
@@ -174,9 +195,7 @@ TEST(OnednnConvolutionTest, WinogradOverItsScratchpadLimitRunsDirect) {
   EXPECT_FALSE(conv.winograd());
   layer->Forward({&bottom}, {&top});
 
-  SetOnednnConvolutionWinograd(false);
-  auto direct = make(&direct_top);
-  SetOnednnConvolutionWinograd(true);
+  auto direct = make(&direct_top, false);
   direct->blobs()[0]->CopyFrom(*layer->blobs()[0]);
   direct->blobs()[1]->CopyFrom(*layer->blobs()[1]);
   direct->Forward({&bottom}, {&direct_top});
@@ -187,7 +206,6 @@ TEST(OnednnConvolutionTest, WinogradOverItsScratchpadLimitRunsDirect) {
 
 TEST(OnednnConvolutionTest, NetAllowsWinogradScratchpadsOfAFiftiethOfItsMemoryOr16MiB) {
   if (!OnednnHasWinograd(32)) GTEST_SKIP() << "no Winograd kernel in this machine's oneDNN";
-  SetOnednnConvolutionWinograd(true);
   // AlexNet's conv3 at batch 8: a scratchpad of about 31 MiB for a net of about 11 MiB.
   const auto net_with = [](int num, int channels, int outputs, int size) {
     NetParameter param = ParseText<NetParameter>(

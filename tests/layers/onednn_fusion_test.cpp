@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "doppio/core/layer_fusion.hpp"
 #include "doppio/core/net.hpp"
 #include "doppio/layers/onednn_conv_layer.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
@@ -301,8 +302,17 @@ TEST(OnednnFusionTest, OnlyOutputsThatMayHoldNaNLeaveThePostOp) {
   }
 }
 
+TEST(OnednnFusionTest, PassesRunInTheirStatedOrder) {
+  // The Eltwise lends its diff to a BatchNorm fused already (onednn_fusion.cpp): the
+  // BatchNorm's pass comes first. The ResNet stage tests of onednn_layouts_test.cpp check
+  // the lending itself.
+  EXPECT_EQ(LayerFusions<float>::PassNames("ONEDNN"),
+            (std::vector<std::string>{"Winograd scratchpad limit", "ReLU post-ops",
+                                      "BatchNorm + Scale + ReLU", "Eltwise SUM lends diffs"}));
+  EXPECT_TRUE(LayerFusions<float>::PassNames("CAFFE").empty());
+}
+
 TEST(OnednnFusionTest, WinogradConvolutionPassesNaNAsCaffe) {
-  SetOnednnConvolutionWinograd(true);
   const std::string conv =
       "type: 'Convolution' convolution_param { num_output: 16 kernel_size: 3 pad: 1 "
       "engine: %ENGINE% weight_filler { type: 'gaussian' std: 0.3 } }";

@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "doppio/core/net.hpp"
+#include "doppio/layers/onednn_batch_norm_layer.hpp"
 #include "doppio/layers/onednn_eltwise_layer.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
@@ -504,22 +506,40 @@ TEST_F(OnednnLayoutsTest, ADiffWrittenAfterTheShortcutSumIsTheOneRead) {
   ExpectSameBlobs(*lent, *copied, "");
 }
 
+// The fused BatchNorm in place on `blob`.
+const OnednnBatchNormLayer& BatchNormOn(const Net<float>& net, const std::string& blob) {
+  const Blob<float>* target = net.blob_by_name(blob).get();
+  for (std::size_t i = 0; i < net.layers().size(); ++i) {
+    const auto* batch_norm = dynamic_cast<const OnednnBatchNormLayer*>(net.layers()[i].get());
+    if (batch_norm != nullptr && net.top_vecs()[i][0] == target) return *batch_norm;
+  }
+  throw std::logic_error("no BatchNorm on " + blob);
+}
+
 TEST_F(OnednnLayoutsTest, BatchNormTakesItsInputsBufferInsteadOfCopying) {
-  // A fused in-place BatchNorm keeps its blocked input for Backward by taking the blob's
-  // buffer, and gives the blob one of its own for the output. Where something else holds the
-  // buffer too (here the test), it copies the input instead: the same results.
+  // A fused in-place BatchNorm keeps its blocked input for Backward by the net's exchange of
+  // the blob's buffer for one of the layer's, which takes the output. Where something else
+  // holds the buffer too (here the test), it copies the input instead: the same results.
   auto [taking, copying] = TwinNets(ResNetStage(), ResNetStage());
   std::vector<std::shared_ptr<SyncedMemory>> held;
   for (const auto& blob : copying->blobs()) held.push_back(blob->data());
+  const Blob<float>& taken = *taking->blob_by_name("a_2c");
+  const Blob<float>& copied = *copying->blob_by_name("a_2c");
   for (int pass = 1; pass <= 2; ++pass) {
     const std::string when = "pass " + std::to_string(pass) + ": ";
-    const SyncedMemory* before = taking->blob_by_name("a_2c")->data().get();
+    const SyncedMemory* before = taken.data().get();
+    const std::uint64_t taken_generation = taken.data_generation();
+    const std::uint64_t copied_generation = copied.data_generation();
     float loss[2];
     taking->Forward(&loss[0]);
     copying->Forward(&loss[1]);
     EXPECT_EQ(loss[0], loss[1]) << when;
-    EXPECT_NE(taking->blob_by_name("a_2c")->data().get(), before) << when;
-    EXPECT_NE(OnednnLayoutOf(*taking->blob_by_name("a_2c")->data()), nullptr) << when;
+    EXPECT_NE(taken.data().get(), before) << when;
+    EXPECT_EQ(taken.data_generation(), taken_generation + 1) << when;
+    EXPECT_EQ(copied.data_generation(), copied_generation) << when;
+    EXPECT_EQ(BatchNormOn(*taking, "a_2c").exchanges(), static_cast<std::uint64_t>(pass)) << when;
+    EXPECT_EQ(BatchNormOn(*copying, "a_2c").exchanges(), 0u) << when;
+    EXPECT_NE(OnednnLayoutOf(*taken.data()), nullptr) << when;
     for (std::size_t b = 0; b < held.size(); ++b) {
       EXPECT_EQ(copying->blobs()[b]->data(), held[b]) << when << copying->blob_names()[b];
     }

@@ -139,6 +139,25 @@ TYPED_TEST(SolverTest, SeveralTestNetsShareTheTrainedWeights) {
   EXPECT_NEAR(solver->last_test_scores()[0], loss, 1e-5);
 }
 
+TYPED_TEST(SolverTest, EveryTypeHandsItsCpuOptionsToEveryLayerOfItsNets) {
+  CpuOptions options;
+  options.onednn_winograd = false;
+  const std::string net = LeastSquaresNet();
+  for (const std::string type : {"SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"}) {
+    auto solver = SolverRegistry<TypeParam>::CreateSolver(
+        LeastSquaresSolver("type: '" + type + "' test_iter: 1 test_interval: 5 test_net_param { " +
+                           net + " }"),
+        nullptr, options);
+    ASSERT_EQ(solver->test_nets().size(), 1u);
+    for (const Net<TypeParam>* each : {solver->net().get(), solver->test_nets()[0].get()}) {
+      EXPECT_FALSE(each->cpu_options().onednn_winograd) << type;
+      for (const auto& layer : each->layers()) {
+        EXPECT_FALSE(layer->cpu_options().onednn_winograd) << type << " " << layer->name();
+      }
+    }
+  }
+}
+
 TYPED_TEST(SolverTest, TestInitializationFalseSkipsIterationZero) {
   SolverParameter param =
       LeastSquaresSolver("test_iter: 1 test_interval: 3 test_initialization: false");

@@ -150,7 +150,7 @@ int Classify() {
 
   NetParameter net_param = ReadNetParamsFromTextFile(FLAGS_model);
   net_param.mutable_state()->set_phase(TEST);
-  Net<float> net(net_param, 1701, gpu);
+  Net<float> net(net_param, 1701, gpu, CpuOptionsFromFlags());
   LoadNetWeights(&net, FLAGS_weights);
   Blob<float>* input = FindImageInput(net, FLAGS_model);
   DOPPIO_ENSURE(input->num_axes() == 4 && (input->shape(1) == 1 || input->shape(1) == 3))

@@ -7,9 +7,6 @@
 #include <utility>
 
 #include "doppio/device/gpu_context.hpp"
-#ifdef DOPPIO_WITH_ONEDNN
-#include "doppio/layers/onednn_conv_layer.hpp"
-#endif
 #include "doppio/parallel/gpu_selection.hpp"
 
 DEFINE_string(model, "", "The model definition (net prototxt).");
@@ -70,10 +67,10 @@ Phase PhaseFromFlag(Phase fallback) {
 
 std::vector<std::string> StagesFromFlag() { return SplitCommaList(FLAGS_stage); }
 
-void ApplyCpuEngineFlags() {
-#ifdef DOPPIO_WITH_ONEDNN
-  SetOnednnConvolutionWinograd(FLAGS_onednn_winograd);
-#endif
+CpuOptions CpuOptionsFromFlags() {
+  CpuOptions options;
+  options.onednn_winograd = FLAGS_onednn_winograd;
+  return options;
 }
 
 std::vector<int> GpusFromFlag() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "doppio/core/common.hpp"
+#include "doppio/device/cpu_options.hpp"
 #include "thread_budget.hpp"
 
 DECLARE_string(model);
@@ -30,9 +31,9 @@ namespace doppio {
 Phase PhaseFromFlag(Phase fallback);
 // --stage split at commas (empty entries dropped).
 std::vector<std::string> StagesFromFlag();
-// Hands the CPU engine's flags (--onednn_winograd) to the layers; a build without oneDNN
-// ignores them.
-void ApplyCpuEngineFlags();
+// The CPU engines' options from their flags (--onednn_winograd), for the nets a command
+// builds; a build without oneDNN has no layer that reads them.
+CpuOptions CpuOptionsFromFlags();
 // Splits "a,b,c" into its non-empty parts.
 std::vector<std::string> SplitCommaList(const std::string& text);
 // The device ids named by --gpu ("0,1" or "all"); empty for the CPU. Error when --gpu is

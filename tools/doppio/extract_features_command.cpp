@@ -80,7 +80,7 @@ int ExtractFeatures() {
   state->set_level(FLAGS_level);
   state->clear_stage();
   for (const std::string& stage : StagesFromFlag()) state->add_stage(stage);
-  Net<float> net(net_param, 1701, gpu);
+  Net<float> net(net_param, 1701, gpu, CpuOptionsFromFlags());
   LoadNetWeights(&net, FLAGS_weights);
   // No activation sharing: a later layer could overwrite a blob before it is read here.
 

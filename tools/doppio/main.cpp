@@ -183,7 +183,6 @@ int main(int argc, char** argv) {
   doppio::InstallToolFaults();
   try {
     doppio::RefuseOtherCommandsFlags(argv[1]);
-    doppio::ApplyCpuEngineFlags();
     // Every command that works gets its threads before any work (help only prints).
     std::unique_ptr<doppio::ThreadBudget> threads;
     if (std::string(argv[1]) != "help") {

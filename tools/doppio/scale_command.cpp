@@ -472,7 +472,7 @@ int ScaleCommand() {
   param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFromFlag());
   if (!FLAGS_engine.empty()) param = WithEngine(param, FLAGS_engine);
   std::shared_ptr<GpuContext> gpu = GpuFromFlags();
-  Net<float> net(param, 1701, gpu);
+  Net<float> net(param, 1701, gpu, CpuOptionsFromFlags());
   const LayerProfile profile = ComputeProfile(&net, gpu);
   DOPPIO_ENSURE(profile.batch > 0) << "the net's first layer makes no batch of inputs";
 

@@ -28,7 +28,7 @@ int Test() {
   state->set_level(FLAGS_level);
   state->clear_stage();
   for (const std::string& stage : StagesFromFlag()) state->add_stage(stage);
-  Net<float> net(net_param, 1701, gpu);
+  Net<float> net(net_param, 1701, gpu, CpuOptionsFromFlags());
   LoadNetWeights(&net, FLAGS_weights);
   ShareActivationMemory(&net);
   LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";

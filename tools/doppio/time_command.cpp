@@ -31,7 +31,7 @@ int TimeCommand() {
   param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFromFlag());
   if (!FLAGS_engine.empty()) param = WithEngine(param, FLAGS_engine);
   std::shared_ptr<GpuContext> gpu = GpuFromFlags();
-  Net<float> net(param, 1701, gpu);
+  Net<float> net(param, 1701, gpu, CpuOptionsFromFlags());
   // GPU work is asynchronous: a layer's time is only known once its kernels have finished.
   const auto finish = [&gpu] {
 #ifdef DOPPIO_WITH_CUDA

@@ -103,6 +103,7 @@ SolverParameter TrainingParameters(const Communicator& comm, const std::optional
   options->scale_lr = FLAGS_scale_lr;
   options->lr_warmup_iters = FLAGS_lr_warmup_iters;
   options->gpu = GpuFromFlags(LocalRanks{comm.local_rank(), comm.local_size()});
+  options->cpu = CpuOptionsFromFlags();
   const std::shared_ptr<GpuContext>& gpu = options->gpu;
 
   SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);

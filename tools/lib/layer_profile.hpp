@@ -33,7 +33,8 @@ struct LayerProfile {
 };
 
 // Times `net` layer by layer, as `caffe time` does: one untimed forward and backward, then
-// `iterations` passes timing every layer's Forward and Backward. `finish` waits for the
+// `iterations` passes timing every layer's Forward (run by the net, with what the net does
+// around it) and Backward. `finish` waits for the
 // device's queued work (GPU); it runs after every layer. Logs each iteration's time.
 LayerProfile MeasureLayerProfile(Net<float>* net, int iterations,
                                  const std::function<void()>& finish);

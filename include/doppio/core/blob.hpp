@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,12 @@ class Blob {
   // Rebinds data or diff to a prepared buffer of exactly count() elements (an arena view).
   void SetDataMemory(std::shared_ptr<SyncedMemory> memory);
   void SetDiffMemory(std::shared_ptr<SyncedMemory> memory);
+  // Swaps the data buffer with *memory, of exactly count() elements: the net's input exchange
+  // (core/input_exchange.hpp) is its one caller.
+  void ExchangeData(std::shared_ptr<SyncedMemory>* memory);
+  // How many times the data buffer was replaced (Reshape growing it, ShareData, SetDataMemory,
+  // ExchangeData): a pointer to data() taken before is stale once this changes.
+  std::uint64_t data_generation() const { return data_generation_; }
 
   // data -= diff. This and the reductions and scalings below run on the device when the
   // newest values are there (the memory's head), else on the host.
@@ -98,6 +105,7 @@ class Blob {
   std::vector<int> shape_;
   int count_ = 0;
   int capacity_ = 0;
+  std::uint64_t data_generation_ = 0;
 };
 
 // The shape a BlobProto describes, from its shape field or its legacy 4-d fields.

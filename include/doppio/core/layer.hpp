@@ -8,6 +8,8 @@
 #include "doppio/core/batch_position.hpp"
 #include "doppio/core/blob.hpp"
 #include "doppio/core/common.hpp"
+#include "doppio/core/input_exchange.hpp"
+#include "doppio/device/cpu_options.hpp"
 #include "doppio/device/gpu_context.hpp"
 #include "doppio/util/rng.hpp"
 
@@ -85,6 +87,9 @@ class Layer {
   void set_mode(Mode mode) { mode_ = mode; }
   const std::shared_ptr<GpuContext>& gpu_context() const { return gpu_; }
   void set_gpu_context(std::shared_ptr<GpuContext> gpu) { gpu_ = std::move(gpu); }
+  // The CPU engines' choices (device/cpu_options.hpp), set by the net before SetUp.
+  const CpuOptions& cpu_options() const { return cpu_options_; }
+  void set_cpu_options(const CpuOptions& options) { cpu_options_ = options; }
   // GPU mode on `gpu`, or CPU mode when it is null.
   void SetGpu(std::shared_ptr<GpuContext> gpu) {
     mode_ = gpu ? Mode::GPU : Mode::CPU;
@@ -132,6 +137,10 @@ class Layer {
   // exactly what Forward reads from bottom[0]. A layer that would otherwise keep its own
   // copy of that input (an in-place Scale) reads `kept` instead and returns true.
   virtual bool UseKeptBottomCopy(const Blob<Dtype>* kept) { return false; }
+  // An in-place layer on one blob that keeps its input for Backward in an InputExchange,
+  // which the net fills before each Forward (core/input_exchange.hpp); null for others. Asked
+  // once, when the net is set up and its fusion passes have run.
+  virtual InputExchange<Dtype>* input_exchange() { return nullptr; }
 
   // DescribeLayer of the layer's parameters, for error messages.
   std::string Describe() const;
@@ -169,6 +178,7 @@ class Layer {
   Mode mode_ = Mode::CPU;
   std::string engine_ = "CAFFE";
   std::shared_ptr<GpuContext> gpu_;
+  CpuOptions cpu_options_;
   Rng rng_;
   std::shared_ptr<BatchPosition> batch_position_ = std::make_shared<BatchPosition>();
   std::uint64_t own_position_ = 0;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "doppio/core/net.hpp"
@@ -11,23 +12,40 @@ namespace doppio {
 // The core cannot name the engines' layer classes, so they register here, as layers do in
 // the LayerRegistry. Net::Init runs the passes after the layers' SetUp, before it logs the
 // engines. A pass changes what the layers compute, never the blobs or parameters the net
-// holds, and leaves every result that a later layer, a loss or the user reads as it was.
+// holds (a layer that keeps its input by exchange asks the net to do it:
+// core/input_exchange.hpp), and leaves every result that a later layer, a loss or the user
+// reads as it was.
+//
+// An engine registers its passes once, as one list in the order they must run: a pass may
+// build on what an earlier one of its list fused. The lists of different engines fuse
+// different layers, and run in the order they were registered.
 template <typename Dtype>
 class LayerFusions {
  public:
-  using Pass = void (*)(const Net<Dtype>& net);
+  struct Pass {
+    const char* name;  // for tests and messages
+    void (*run)(const Net<Dtype>& net);
+  };
 
-  static void Add(Pass pass);
+  // Registers `engine`'s passes; a second list for the same engine is a programming error.
+  static void Register(const std::string& engine, std::vector<Pass> passes);
+  // The names of `engine`'s passes in the order they run (empty where it registered none).
+  static std::vector<std::string> PassNames(const std::string& engine);
   static void Run(const Net<Dtype>& net);
 
  private:
-  static std::vector<Pass>& Passes();
+  struct EngineList {
+    std::string engine;
+    std::vector<Pass> passes;
+  };
+  static std::vector<EngineList>& Lists();
 };
 
 template <typename Dtype>
 struct LayerFusionRegisterer {
-  explicit LayerFusionRegisterer(typename LayerFusions<Dtype>::Pass pass) {
-    LayerFusions<Dtype>::Add(pass);
+  LayerFusionRegisterer(const std::string& engine,
+                        std::vector<typename LayerFusions<Dtype>::Pass> passes) {
+    LayerFusions<Dtype>::Register(engine, std::move(passes));
   }
 };
 

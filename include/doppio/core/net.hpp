@@ -30,9 +30,9 @@ class Net {
 
   // seed initialises the fillers and every layer's random stream (layer i gets its own).
   // With a GPU context the net runs on that GPU (and cuDNN engines are chosen where they
-  // apply); without one, on the CPU.
+  // apply); without one, on the CPU. Every layer gets `cpu` before its SetUp.
   explicit Net(const NetParameter& param, std::uint64_t seed = 1701,
-               std::shared_ptr<GpuContext> gpu = nullptr);
+               std::shared_ptr<GpuContext> gpu = nullptr, const CpuOptions& cpu = CpuOptions());
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
 
@@ -74,6 +74,7 @@ class Net {
   Phase phase() const { return phase_; }
   Mode mode() const { return gpu_ ? Mode::GPU : Mode::CPU; }
   const std::shared_ptr<GpuContext>& gpu_context() const { return gpu_; }
+  const CpuOptions& cpu_options() const { return cpu_options_; }
   // Moves every layer to `gpu` (null: the CPU). Engines stay those chosen at construction.
   void SetGpu(std::shared_ptr<GpuContext> gpu);
   const std::vector<std::string>& layer_names() const { return layer_names_; }
@@ -183,6 +184,8 @@ class Net {
   void DecideBackward(const NetParameter& param);
   void BuildArena();
   void ShareKeptCopies();
+  // Finds the layers that keep their input by exchange (Layer::input_exchange).
+  void CollectInputExchanges();
   void WarnSharedLayerNames() const;
   // Logs which engine runs each layer (one line per engine).
   void LogEngines() const;
@@ -194,7 +197,10 @@ class Net {
   // Shared by every layer: the reading layer sets it, the random layers key on it.
   std::shared_ptr<BatchPosition> batch_position_ = std::make_shared<BatchPosition>();
   std::shared_ptr<GpuContext> gpu_;
+  CpuOptions cpu_options_;
   std::vector<std::shared_ptr<Layer<Dtype>>> layers_;
+  // Per layer: the exchange ForwardFromTo performs on its blob before its Forward, or null.
+  std::vector<InputExchange<Dtype>*> input_exchanges_;
   std::vector<std::string> layer_names_;
   std::map<std::string, int> layer_index_;
   std::vector<bool> layer_need_backward_;

@@ -2,12 +2,12 @@
 
 #ifdef DOPPIO_WITH_ONEDNN
 
-#include <memory>
 #include <vector>
 
 #include "doppio/layers/batch_norm_layer.hpp"
 #include "doppio/layers/onednn_eltwise_layer.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
@@ -26,15 +26,17 @@ namespace doppio {
 // Forward keeps the input in that layout instead of x_norm_ (which then stays unallocated),
 // Backward runs oneDNN's backward on it with the statistics Forward used and adds the scale
 // and shift gradients to the Scale's parameter diffs. The input arriving in that layout (a
-// convolution's output) is kept without a copy: the output goes to a buffer of the layer's,
-// which becomes the blob's, and the blob's old buffer, the input, becomes the kept one.
+// convolution's output) is kept without a copy where the net can exchange the blob's buffer
+// for the layer's kept one before the Forward (InputExchange); otherwise it is copied.
 // fuse_norm_relu makes a NaN 0, where Caffe's ReLU passes it on: where the input, the scale
 // and shift, and the statistics bound the output to finite values, it runs; otherwise
 // primitives without it do, Caffe's ReLU after the forward one and its gradient before the
 // backward one.
-class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHost {
+class OnednnBatchNormLayer : public OnednnLayer<BatchNormLayer<float>>,
+                             public OnednnFusionHost,
+                             public InputExchange<float> {
  public:
-  explicit OnednnBatchNormLayer(const LayerParameter& param) : BatchNormLayer<float>(param) {}
+  explicit OnednnBatchNormLayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
   // From the next Forward on, computes `scale` (an in-place Scale with a learned scale of one
@@ -45,6 +47,8 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   // that bottom's diff, a copy of the Eltwise top's, from the top itself where `sum` left it
   // unwritten (OnednnEltwiseLayer::LeftToReader).
   void ReadDiffFromSum(const OnednnEltwiseLayer* sum, Blob<float>* sum_top);
+  // Fused, it keeps its input for Backward: by exchange where the net can.
+  InputExchange<float>* input_exchange() override { return fused() ? this : nullptr; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -56,20 +60,19 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   void PrepareFused(const dnnl::memory::desc& data, const dnnl::memory::desc& stats);
   // The fused primitives without fuse_norm_relu, and the tensors their ReLU reads and writes.
   void PrepareWithoutReLU();
-  // Whether the fused output may hold a NaN, which fuse_norm_relu would make 0. Called with
-  // the statistics Forward uses in place where they are the stored ones.
-  bool OutputMayHoldNaN(const Blob<float>& bottom);
+  // Whether the fused output from the `count` values of `bottom` may hold a NaN, which
+  // fuse_norm_relu would make 0. Called with the statistics Forward uses in place where they
+  // are the stored ones.
+  bool OutputMayHoldNaN(SyncedMemory& bottom, int count);
   void ForwardFused(const BlobVec& bottom, const BlobVec& top);
   void BackwardFused(const BlobVec& top, const BlobVec& bottom);
   // Caffe's running sums from this batch's mean and (biased) variance.
   void UpdateRunningSums();
-  // Whether the input, held in the primitive's layout, can be kept by taking the blob's
-  // buffer: nothing but the blob holds it, and it is no view of another buffer.
-  bool CanTakeInput(const Blob<float>& blob) const;
+  // Whether `data` holds the input in the layout Backward reads it in, the primitive's.
+  bool ArrivesKept(const SyncedMemory& data) const;
+  bool WantsExchange(const SyncedMemory& data) const override;
   float* Values(dnnl::memory& memory) { return static_cast<float*>(memory.get_data_handle()); }
 
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   std::vector<int> prepared_shape_;
   dnnl::memory::dims data_dims_;
   dnnl::batch_normalization_forward forward_;
@@ -93,10 +96,8 @@ class OnednnBatchNormLayer : public BatchNormLayer<float>, public OnednnFusionHo
   dnnl::batch_normalization_forward forward_without_relu_;
   dnnl::batch_normalization_backward backward_without_relu_;
   OnednnTensor relu_dst_, relu_diff_;
-  // The input Backward reads, in the primitive's layout: the blob's buffer Forward took, or a
-  // copy reordered into a buffer of the layer's (an input arriving in another layout); then
-  // the next Forward's output buffer where it takes the input again. kept_src_ views it.
-  std::shared_ptr<SyncedMemory> kept_;
+  // The input Backward reads, in the primitive's layout, in kept() (the blob's buffer by
+  // exchange, or a copy): kept_src_ views it.
   dnnl::memory kept_src_;
   dnnl::reorder keep_src_, copy_src_;
   // ReadDiffFromSum's Eltwise and its top.

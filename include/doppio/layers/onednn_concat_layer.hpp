@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "doppio/layers/concat_layer.hpp"
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
@@ -15,9 +16,9 @@ namespace doppio {
 // bottom passes through as on the CAFFE engine (the top shares its buffers). Where every
 // bottom arrives in a oneDNN layout (4-d, on the channels), it concatenates those as they
 // are into a top in oneDNN's layout, and gives each bottom diff its bottom's layout.
-class OnednnConcatLayer : public ConcatLayer<float> {
+class OnednnConcatLayer : public OnednnLayer<ConcatLayer<float>> {
  public:
-  explicit OnednnConcatLayer(const LayerParameter& param) : ConcatLayer<float>(param) {}
+  explicit OnednnConcatLayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
  protected:
@@ -33,8 +34,6 @@ class OnednnConcatLayer : public ConcatLayer<float> {
   void Prepare(const BlobVec& bottom, const Blob<float>& top,
                const std::vector<dnnl::memory::desc>& blocked);
 
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   std::vector<std::vector<int>> prepared_shapes_;
   // The bottoms with values (an empty one adds nothing and has no gradient to take).
   std::vector<int> parts_;

@@ -8,29 +8,31 @@
 
 #include "doppio/layers/conv_layer.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/onednn_params.hpp"
 
 namespace doppio {
 
-// Whether oneDNN convolutions may use Winograd's algorithm where it has a jit kernel for the
-// shape (on by default; read when a layer prepares its primitives). Off, every convolution
-// runs oneDNN's direct algorithm, which the tests compare to the CAFFE engine more tightly.
-void SetOnednnConvolutionWinograd(bool allowed);
+template <typename Dtype>
+class Net;
 
 // Convolution on oneDNN (engine ONEDNN, float): one primitive per direction for the whole
 // batch and every group, created when the bottom's shape changes (Reshape; the backward ones
-// on the first Backward for a shape). oneDNN picks the activations' and weights' layouts:
-// outputs and bottom diffs stay in its layout for the next oneDNN layer (OnednnTensor), and
-// the weights are reordered into it at each call, or kept while nothing writes them in a
-// TEST net (OnednnParamData). Winograd's algorithm runs where oneDNN has a kernel for the
-// shape and its scratchpad is within the net's limit (LimitWinograd). On the GPU it is the
+// on the first Backward for a shape). oneDNN picks the activations' and weights' layouts: the
+// output and the bottom diff stay in the primitive's layout in the blob's buffer where that
+// takes Caffe's bytes (OnednnTensor::Write), else are reordered to NCHW; an input arriving
+// in the primitive's layout is read as it is. The weights are reordered into oneDNN's layout
+// at each call, or kept while nothing writes them in a TEST net (OnednnParamData). Winograd's
+// algorithm runs where oneDNN has a jit kernel for the shape and its scratchpad is within the
+// net's limit (LimitWinograd), unless CpuOptions::onednn_winograd is off. On the GPU it is the
 // CAFFE ConvolutionLayer. An in-place ReLU after it can run as its post-op (OnednnReLUFusable):
 // before each Forward the largest magnitudes of the input, weights and bias bound the output,
 // and where that bound allows a NaN (an input or parameter that is not finite, or an output
 // that could overflow) a second primitive without the post-op runs, and Caffe's ReLU after it.
-class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLUFusable {
+class OnednnConvolutionLayer : public OnednnLayer<ConvolutionLayer<float>>,
+                               public OnednnReLUFusable {
  public:
-  explicit OnednnConvolutionLayer(const LayerParameter& param) : ConvolutionLayer<float>(param) {}
+  explicit OnednnConvolutionLayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
   // Why the engine cannot run a configuration ("" when it can), for the registry.
@@ -71,8 +73,6 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLU
   void PrepareBackward();
   void RecreateForward() override;
 
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   std::vector<int> prepared_shape_;
   bool backward_prepared_ = false;
   int top_count_ = 0;
@@ -101,6 +101,10 @@ class OnednnConvolutionLayer : public ConvolutionLayer<float>, public OnednnReLU
   // them through the forward's OnednnParamData, a TEST net's kept copy included.
   bool share_weights_ = false;
 };
+
+// Sets every oneDNN convolution's LimitWinograd from the net's size, once its layers are set
+// up (the first of the oneDNN engine's passes, layers/onednn_fusion.cpp).
+void LimitWinogradScratchpads(const Net<float>& net);
 
 }  // namespace doppio
 

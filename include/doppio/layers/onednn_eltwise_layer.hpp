@@ -8,6 +8,7 @@
 
 #include "doppio/layers/eltwise_layer.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
@@ -22,9 +23,9 @@ namespace doppio {
 // Two bottoms of coefficient 1 (ResNet's shortcut) can compute the in-place ReLU after them
 // (OnednnReLUFusable): Caffe's ReLU of their sum in one pass of Doppio's own, as fast as
 // oneDNN's binary add with the ReLU post-op, which makes a NaN 0.
-class OnednnEltwiseLayer : public EltwiseLayer<float>, public OnednnReLUFusable {
+class OnednnEltwiseLayer : public OnednnLayer<EltwiseLayer<float>>, public OnednnReLUFusable {
  public:
-  explicit OnednnEltwiseLayer(const LayerParameter& param) : EltwiseLayer<float>(param) {}
+  explicit OnednnEltwiseLayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
   // Why the engine cannot run a configuration ("" when it can), for the registry.
@@ -50,8 +51,6 @@ class OnednnEltwiseLayer : public EltwiseLayer<float>, public OnednnReLUFusable 
                     const BlobVec& bottom) override;
 
  private:
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   // The primitives for blobs in layout `desc` (OnednnElementwiseDesc).
   void PrepareForward(const dnnl::memory::desc& desc, std::size_t bottoms);
   void PrepareBackward(const dnnl::memory::desc& desc);

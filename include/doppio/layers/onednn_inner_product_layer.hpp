@@ -6,6 +6,7 @@
 
 #include "doppio/layers/inner_product_layer.hpp"
 #include "doppio/layers/onednn_fusion.hpp"
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/onednn_params.hpp"
 
 namespace doppio {
@@ -17,9 +18,10 @@ namespace doppio {
 // after it is Caffe's kernel run on its output after the primitive, and its Backward Caffe's:
 // oneDNN's ReLU post-op makes a NaN 0, and the output (M x N) is small next to what telling
 // beforehand whether one may come out would scan, the input and, after each update, the weights.
-class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnReLUFusable {
+class OnednnInnerProductLayer : public OnednnLayer<InnerProductLayer<float>>,
+                                public OnednnReLUFusable {
  public:
-  explicit OnednnInnerProductLayer(const LayerParameter& param) : InnerProductLayer<float>(param) {}
+  explicit OnednnInnerProductLayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   bool CanFuseReLU() const override { return true; }
 
@@ -39,8 +41,6 @@ class OnednnInnerProductLayer : public InnerProductLayer<float>, public OnednnRe
   // The weights as Caffe stores them: (num_output, K) rows, or their transpose.
   dnnl::memory::desc UserWeightsDesc() const;
 
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   int prepared_m_ = -1;
   bool backward_prepared_ = false;
 

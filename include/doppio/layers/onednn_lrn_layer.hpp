@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "doppio/layers/lrn_layer.hpp"
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 
 namespace doppio {
@@ -15,9 +16,9 @@ namespace doppio {
 // oneDNN layer's blocked one) where that has them, else a blocked one the input is reordered
 // into (oneDNN's LRN on Caffe's NCHW is plain C++); primitives are made on the first Forward
 // that sees an arriving layout. It leaves its output and the bottom diff in the layout it ran in.
-class OnednnLRNLayer : public LRNLayer<float> {
+class OnednnLRNLayer : public OnednnLayer<LRNLayer<float>> {
  public:
-  explicit OnednnLRNLayer(const LayerParameter& param) : LRNLayer<float>(param) {}
+  explicit OnednnLRNLayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
  protected:
@@ -26,8 +27,6 @@ class OnednnLRNLayer : public LRNLayer<float> {
                     const BlobVec& bottom) override;
 
  private:
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   // The primitives for an input in layout `src`.
   void Prepare(const dnnl::memory::desc& src);
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 #include "doppio/layers/pooling_layer.hpp"
 
@@ -21,9 +22,9 @@ namespace doppio {
 // - AVE where the input is padded and a ceil-mode window also overhangs the padding: Caffe
 //   divides by the window clipped to the padded input, which neither of oneDNN's divisors
 //   (the whole window, the part inside the image) is. Logged once per shape.
-class OnednnPoolingLayer : public PoolingLayer<float> {
+class OnednnPoolingLayer : public OnednnLayer<PoolingLayer<float>> {
  public:
-  explicit OnednnPoolingLayer(const LayerParameter& param) : PoolingLayer<float>(param) {}
+  explicit OnednnPoolingLayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
   // Why the engine cannot run a configuration ("" when it can), for the registry.
@@ -41,8 +42,6 @@ class OnednnPoolingLayer : public PoolingLayer<float> {
   // The primitives for an input in layout `src` (Caffe's, or the oneDNN one it arrives in).
   void Prepare(const dnnl::memory::desc& src);
 
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   std::vector<int> prepared_shape_;
   dnnl::memory::desc prepared_src_;
   // This shape runs the CAFFE kernels (see the class comment).

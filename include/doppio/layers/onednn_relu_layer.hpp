@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "doppio/layers/onednn_fusion.hpp"
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 #include "doppio/layers/relu_layer.hpp"
 
@@ -22,9 +23,9 @@ namespace doppio {
 // An input holding a NaN (checked every Forward) runs Caffe's kernels, forward and backward:
 // oneDNN's ReLU makes a NaN 0. A fused ReLU whose host's output may hold one is Caffe's kernel
 // run by the host, and its Backward is Caffe's too.
-class OnednnReLULayer : public ReLULayer<float>, public OnednnFusionGuest {
+class OnednnReLULayer : public OnednnLayer<ReLULayer<float>>, public OnednnFusionGuest {
  public:
-  explicit OnednnReLULayer(const LayerParameter& param) : ReLULayer<float>(param) {}
+  explicit OnednnReLULayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
   float negative_slope() const { return negative_slope_; }
@@ -44,8 +45,6 @@ class OnednnReLULayer : public ReLULayer<float>, public OnednnFusionGuest {
   void Prepare(const dnnl::memory::desc& desc);
   void PrepareFor(const SyncedMemory& data);
 
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   int prepared_count_ = -1;
   dnnl::memory::desc prepared_desc_;
   bool from_output_ = false;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "doppio/device/onednn.hpp"
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/softmax_layer.hpp"
 
 namespace doppio {
@@ -12,9 +13,9 @@ namespace doppio {
 // Softmax on oneDNN (engine ONEDNN, float) over softmax_param.axis, in place or not: the
 // blob is seen as (outer, channels, inner) and oneDNN normalises its middle axis. Backward
 // reads the output, as the CAFFE engine does.
-class OnednnSoftmaxLayer : public SoftmaxLayer<float> {
+class OnednnSoftmaxLayer : public OnednnLayer<SoftmaxLayer<float>> {
  public:
-  explicit OnednnSoftmaxLayer(const LayerParameter& param) : SoftmaxLayer<float>(param) {}
+  explicit OnednnSoftmaxLayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
  protected:
@@ -23,8 +24,6 @@ class OnednnSoftmaxLayer : public SoftmaxLayer<float> {
                     const BlobVec& bottom) override;
 
  private:
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   std::vector<int> prepared_dims_;
   dnnl::softmax_forward forward_;
   dnnl::softmax_backward backward_;

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "doppio/layers/onednn_layer.hpp"
 #include "doppio/layers/onednn_tensor.hpp"
 #include "doppio/layers/split_layer.hpp"
 
@@ -15,9 +16,9 @@ namespace doppio {
 // hand back blocked diffs) and leaves the bottom diff in that layout, so that no diff is
 // converted to Caffe's layout and back around the sum; otherwise it sums in Caffe's layout
 // with the CAFFE engine's kernel.
-class OnednnSplitLayer : public SplitLayer<float> {
+class OnednnSplitLayer : public OnednnLayer<SplitLayer<float>> {
  public:
-  explicit OnednnSplitLayer(const LayerParameter& param) : SplitLayer<float>(param) {}
+  explicit OnednnSplitLayer(const LayerParameter& param) : OnednnLayer(param) {}
 
  protected:
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -29,8 +30,6 @@ class OnednnSplitLayer : public SplitLayer<float> {
   dnnl::memory::desc SharedDiffLayout(const BlobVec& top) const;
   void Prepare(const dnnl::memory::desc& desc, std::size_t tops);
 
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
   dnnl::memory::desc prepared_desc_;
   std::size_t prepared_tops_ = 0;
   dnnl::sum sum_;

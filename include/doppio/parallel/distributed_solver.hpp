@@ -36,6 +36,8 @@ struct ParallelOptions {
   int lr_warmup_iters = 0;
   // The GPU the solver runs on; null: the CPU.
   std::shared_ptr<GpuContext> gpu;
+  // The CPU engines' choices, for the solver's nets.
+  CpuOptions cpu;
 };
 
 // Data-parallel training on the ranks of a Communicator (docs/design.md, "Data-parallel training").

@@ -18,7 +18,8 @@ namespace doppio {
 template <typename Dtype>
 class SGDSolver : public Solver<Dtype> {
  public:
-  explicit SGDSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
+  explicit SGDSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr,
+                     const CpuOptions& cpu = CpuOptions());
   const char* type() const override { return "SGD"; }
   const std::vector<std::shared_ptr<Blob<Dtype>>>& history() const { return history_; }
 
@@ -56,8 +57,9 @@ class SGDSolver : public Solver<Dtype> {
 template <typename Dtype>
 class NesterovSolver : public SGDSolver<Dtype> {
  public:
-  explicit NesterovSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr)
-      : SGDSolver<Dtype>(param, std::move(gpu)) {}
+  explicit NesterovSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr,
+                          const CpuOptions& cpu = CpuOptions())
+      : SGDSolver<Dtype>(param, std::move(gpu), cpu) {}
   const char* type() const override { return "Nesterov"; }
 
  protected:
@@ -67,7 +69,8 @@ class NesterovSolver : public SGDSolver<Dtype> {
 template <typename Dtype>
 class AdaGradSolver : public SGDSolver<Dtype> {
  public:
-  explicit AdaGradSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
+  explicit AdaGradSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr,
+                         const CpuOptions& cpu = CpuOptions());
   const char* type() const override { return "AdaGrad"; }
 
  protected:
@@ -77,7 +80,8 @@ class AdaGradSolver : public SGDSolver<Dtype> {
 template <typename Dtype>
 class RMSPropSolver : public SGDSolver<Dtype> {
  public:
-  explicit RMSPropSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
+  explicit RMSPropSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr,
+                         const CpuOptions& cpu = CpuOptions());
   const char* type() const override { return "RMSProp"; }
 
  protected:
@@ -88,7 +92,8 @@ class RMSPropSolver : public SGDSolver<Dtype> {
 template <typename Dtype>
 class AdaDeltaSolver : public SGDSolver<Dtype> {
  public:
-  explicit AdaDeltaSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
+  explicit AdaDeltaSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr,
+                          const CpuOptions& cpu = CpuOptions());
   const char* type() const override { return "AdaDelta"; }
 
  protected:
@@ -99,7 +104,8 @@ class AdaDeltaSolver : public SGDSolver<Dtype> {
 template <typename Dtype>
 class AdamSolver : public SGDSolver<Dtype> {
  public:
-  explicit AdamSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
+  explicit AdamSolver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr,
+                      const CpuOptions& cpu = CpuOptions());
   const char* type() const override { return "Adam"; }
 
  protected:

@@ -52,8 +52,10 @@ class Solver {
  public:
   // Builds the nets; throws Error for an inconsistent SolverParameter or unreadable files.
   // With a GPU context the nets and the updates run on that GPU (the caller picks the device;
-  // solver_mode and device_id are the tools' business); without one, on the CPU.
-  explicit Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr);
+  // solver_mode and device_id are the tools' business); without one, on the CPU. The nets'
+  // layers get `cpu`.
+  explicit Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu = nullptr,
+                  const CpuOptions& cpu = CpuOptions());
   virtual ~Solver() = default;
   Solver(const Solver&) = delete;
   Solver& operator=(const Solver&) = delete;
@@ -133,6 +135,7 @@ class Solver {
 
   SolverParameter param_;
   std::shared_ptr<GpuContext> gpu_;
+  CpuOptions cpu_options_;
   std::shared_ptr<Net<Dtype>> net_;
   // The training net's own debug_info; the solver's debug_info adds its display iterations.
   bool net_debug_info_ = false;

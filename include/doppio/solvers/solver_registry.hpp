@@ -15,14 +15,16 @@ namespace doppio {
 template <typename Dtype>
 class SolverRegistry {
  public:
-  using Creator = std::function<std::unique_ptr<Solver<Dtype>>(const SolverParameter&,
-                                                               std::shared_ptr<GpuContext>)>;
+  using Creator = std::function<std::unique_ptr<Solver<Dtype>>(
+      const SolverParameter&, std::shared_ptr<GpuContext>, const CpuOptions&)>;
 
   static void AddCreator(const std::string& type, Creator creator);
   // Upgrades the legacy solver_type enum, then creates the solver. Throws Error naming the
-  // type when it is unknown. With a GPU context the solver runs on that GPU.
+  // type when it is unknown. With a GPU context the solver runs on that GPU; its nets' layers
+  // get `cpu`.
   static std::unique_ptr<Solver<Dtype>> CreateSolver(const SolverParameter& param,
-                                                     std::shared_ptr<GpuContext> gpu = nullptr);
+                                                     std::shared_ptr<GpuContext> gpu = nullptr,
+                                                     const CpuOptions& cpu = CpuOptions());
   static std::vector<std::string> Types();
 
  private:
@@ -47,12 +49,14 @@ struct SolverRegisterer {
 }  // namespace doppio
 
 // REGISTER_SOLVER_CLASS(Adam) registers AdamSolver under type "Adam".
-#define REGISTER_SOLVER_CLASS(type)                                                            \
-  static ::doppio::SolverRegisterer<float> g_solver_##type##_f(                                \
-      #type, [](const ::doppio::SolverParameter& p, std::shared_ptr<::doppio::GpuContext> g) { \
-        return std::unique_ptr<::doppio::Solver<float>>(new type##Solver<float>(p, g));        \
-      });                                                                                      \
-  static ::doppio::SolverRegisterer<double> g_solver_##type##_d(                               \
-      #type, [](const ::doppio::SolverParameter& p, std::shared_ptr<::doppio::GpuContext> g) { \
-        return std::unique_ptr<::doppio::Solver<double>>(new type##Solver<double>(p, g));      \
+#define REGISTER_SOLVER_CLASS(type)                                                          \
+  static ::doppio::SolverRegisterer<float> g_solver_##type##_f(                              \
+      #type, [](const ::doppio::SolverParameter& p, std::shared_ptr<::doppio::GpuContext> g, \
+                const ::doppio::CpuOptions& c) {                                             \
+        return std::unique_ptr<::doppio::Solver<float>>(new type##Solver<float>(p, g, c));   \
+      });                                                                                    \
+  static ::doppio::SolverRegisterer<double> g_solver_##type##_d(                             \
+      #type, [](const ::doppio::SolverParameter& p, std::shared_ptr<::doppio::GpuContext> g, \
+                const ::doppio::CpuOptions& c) {                                             \
+        return std::unique_ptr<::doppio::Solver<double>>(new type##Solver<double>(p, g, c)); \
       })
