@@ -258,6 +258,12 @@ std::vector<int> DataTransformer<Dtype>::InferShape(const cv::Mat& image,
   return OutputShape(image.channels(), image.rows, image.cols);
 }
 
+namespace {
+// At most this many channels are transformed a pixel at a time; more go one channel at a
+// time (a Datum may hold any number).
+constexpr int kPixelChannels = 4;
+}  // namespace
+
 template <typename Dtype>
 template <typename Src>
 void DataTransformer<Dtype>::CopyWindow(const Pixels<Src>& pixels, int channels,
@@ -266,33 +272,50 @@ void DataTransformer<Dtype>::CopyWindow(const Pixels<Src>& pixels, int channels,
   const int out_h = window.height, out_w = window.width;
   const Dtype scale = static_cast<Dtype>(param_.scale());
   const int num_values = param_.mean_value_size();
-  for (int c = 0; c < channels; ++c) {
-    const Dtype channel_mean =
-        num_values == 0 ? Dtype(0) : static_cast<Dtype>(param_.mean_value(num_values == 1 ? 0 : c));
-    // 8-bit pixels take their output from a table of the 256 values.
-    Dtype table[256];
-    if constexpr (std::is_same_v<Src, unsigned char>) {
-      for (int v = 0; v < 256; ++v) table[v] = (static_cast<Dtype>(v) - channel_mean) * scale;
+  const std::size_t plane = static_cast<std::size_t>(out_h) * out_w;
+  // Mirroring writes each row backwards.
+  const std::ptrdiff_t step = mirror ? -1 : 1;
+  const std::size_t col = pixels.col;
+  auto channel_mean = [&](int c) {
+    return num_values == 0 ? Dtype(0)
+                           : static_cast<Dtype>(param_.mean_value(num_values == 1 ? 0 : c));
+  };
+  if constexpr (std::is_same_v<Src, unsigned char>) {
+    if (mean_.empty() && channels <= kPixelChannels) {
+      // 8-bit pixels take their values from a table of the 256 per channel, and an
+      // interleaved (HWC) source is read once, a pixel's channels together.
+      Dtype table[kPixelChannels][256];
+      for (int c = 0; c < channels; ++c) {
+        for (int v = 0; v < 256; ++v)
+          table[c][v] = (static_cast<Dtype>(v) - channel_mean(c)) * scale;
+      }
+      for (int h = 0; h < out_h; ++h) {
+        const Src* in = pixels.src + h * pixels.row;
+        Dtype* dst = out + static_cast<std::size_t>(h) * out_w + (mirror ? out_w - 1 : 0);
+        for (int w = 0; w < out_w; ++w) {
+          const Src* pixel = in + w * col;
+          for (int c = 0; c < channels; ++c) {
+            dst[c * plane + w * step] = table[c][pixel[c * pixels.channel]];
+          }
+        }
+      }
+      return;
     }
+  }
+  for (int c = 0; c < channels; ++c) {
+    const Dtype mean = channel_mean(c);
     for (int h = 0; h < out_h; ++h) {
       const Src* in = pixels.src + c * pixels.channel + h * pixels.row;
-      Dtype* row = out + (static_cast<std::size_t>(c) * out_h + h) * out_w;
-      // Mirroring writes the row backwards.
-      Dtype* dst = mirror ? row + out_w - 1 : row;
-      const std::ptrdiff_t step = mirror ? -1 : 1;
-      const std::size_t col = pixels.col;
+      Dtype* dst = out + c * plane + static_cast<std::size_t>(h) * out_w + (mirror ? out_w - 1 : 0);
       if (!mean_.empty()) {
         const float* mean_row =
             mean_.data() + (static_cast<std::size_t>(c) * height + h + window.y) * width + window.x;
         for (int w = 0; w < out_w; ++w) {
           dst[w * step] = (static_cast<Dtype>(in[w * col]) - mean_row[w]) * scale;
         }
-      } else if constexpr (std::is_same_v<Src, unsigned char>) {
-        for (int w = 0; w < out_w; ++w) dst[w * step] = table[in[w * col]];
       } else {
-        for (int w = 0; w < out_w; ++w) {
-          dst[w * step] = (static_cast<Dtype>(in[w * col]) - channel_mean) * scale;
-        }
+        for (int w = 0; w < out_w; ++w)
+          dst[w * step] = (static_cast<Dtype>(in[w * col]) - mean) * scale;
       }
     }
   }
@@ -324,25 +347,38 @@ void DataTransformer<Dtype>::ResizeWindow(const Pixels<Src>& pixels, int channel
   const std::vector<Tap> down = taps(y, h, rows, pixels.row);
   const Dtype scale = static_cast<Dtype>(param_.scale());
   const int num_values = param_.mean_value_size();
-  for (int c = 0; c < channels; ++c) {
-    const Dtype channel_mean =
-        num_values == 0 ? Dtype(0) : static_cast<Dtype>(param_.mean_value(num_values == 1 ? 0 : c));
-    const Src* plane = pixels.src + c * pixels.channel;
+  const std::size_t plane = static_cast<std::size_t>(size) * size;
+  const std::ptrdiff_t step = mirror ? -1 : 1;
+  // The channels of a pixel share its taps: up to kPixelChannels of them are done together.
+  for (int first_channel = 0; first_channel < channels; first_channel += kPixelChannels) {
+    const int count = std::min(kPixelChannels, channels - first_channel);
+    Dtype mean[kPixelChannels];
+    for (int c = 0; c < count; ++c) {
+      const int channel = first_channel + c;
+      mean[c] = num_values == 0
+                    ? Dtype(0)
+                    : static_cast<Dtype>(param_.mean_value(num_values == 1 ? 0 : channel));
+    }
+    const Src* source = pixels.src + first_channel * pixels.channel;
+    Dtype* target = out + first_channel * plane;
     for (int o = 0; o < size; ++o) {
-      const Src* top = plane + down[o].first;
-      const Src* bottom = plane + down[o].second;
+      const Src* top = source + down[o].first;
+      const Src* bottom = source + down[o].second;
       const float down_weight = down[o].weight;
-      Dtype* row = out + (static_cast<std::size_t>(c) * size + o) * size;
-      Dtype* dst = mirror ? row + size - 1 : row;
-      const std::ptrdiff_t step = mirror ? -1 : 1;
+      Dtype* dst = target + static_cast<std::size_t>(o) * size + (mirror ? size - 1 : 0);
       for (int k = 0; k < size; ++k) {
         const Tap& t = across[k];
-        const float upper = static_cast<float>(top[t.first]) +
-                            t.weight * (static_cast<float>(top[t.second]) - top[t.first]);
-        const float lower = static_cast<float>(bottom[t.first]) +
-                            t.weight * (static_cast<float>(bottom[t.second]) - bottom[t.first]);
-        const float value = upper + down_weight * (lower - upper);
-        dst[k * step] = (static_cast<Dtype>(value) - channel_mean) * scale;
+        for (int c = 0; c < count; ++c) {
+          const std::size_t at = c * pixels.channel;
+          const float a = static_cast<float>(top[t.first + at]);
+          const float b = static_cast<float>(top[t.second + at]);
+          const float d = static_cast<float>(bottom[t.first + at]);
+          const float e = static_cast<float>(bottom[t.second + at]);
+          const float upper = a + t.weight * (b - a);
+          const float lower = d + t.weight * (e - d);
+          const float value = upper + down_weight * (lower - upper);
+          dst[c * plane + k * step] = (static_cast<Dtype>(value) - mean[c]) * scale;
+        }
       }
     }
   }
@@ -395,12 +431,14 @@ void DataTransformer<Dtype>::TransformEncoded(const Datum& datum, const Draw& dr
     return;
   }
   // The smallest DCT scale at which the window still has the output's size: the resize then
-  // only shrinks, and libjpeg skips most of the work of the pixels it would drop.
+  // only shrinks, and libjpeg skips most of the work of the pixels it would drop. Only 4/8,
+  // 2/8 and 1/8: libjpeg-turbo has SIMD inverse DCTs for those alone, and its plain C ones
+  // of 7/8, 6/8, ... cost more than the full-size decode they replace.
   int eighths = 8;
   if (image.scalable() && param_.jpeg_dct_scaling()) {
-    while (eighths > 1 && window.width * (eighths - 1) >= 8 * size &&
-           window.height * (eighths - 1) >= 8 * size) {
-      --eighths;
+    while (eighths > 1 && window.width * (eighths / 2) >= 8 * size &&
+           window.height * (eighths / 2) >= 8 * size) {
+      eighths /= 2;
     }
   }
   const double factor = eighths / 8.0;
