@@ -176,6 +176,7 @@ TEST(ResizedCrop, JpegRecordsGiveTheValuesOfTheirDecodedPixels) {
   const auto exact = Make(text + " mean_value: 123 jpeg_dct_scaling: false", TRAIN);
   const auto scaled = Make(text + " mean_value: 123", TRAIN);
   double worst_mean = 0;
+  int scaled_decodes = 0;
   for (std::uint64_t p = 0; p < 30; ++p) {
     const std::vector<float> reference = Apply(exact, decoded, p);
     EXPECT_EQ(Apply(exact, encoded, p), reference) << p;
@@ -184,7 +185,14 @@ TEST(ResizedCrop, JpegRecordsGiveTheValuesOfTheirDecodedPixels) {
     double sum = 0;
     for (std::size_t i = 0; i < fast.size(); ++i) sum += std::abs(fast[i] - reference[i]);
     worst_mean = std::max(worst_mean, sum / fast.size());
+    // A window of at least twice the output's side decodes at 1/2 or less.
+    const cv::Rect window = scaled.WindowFor(375, 500, scaled.DrawFor(p));
+    const bool scalable = window.width >= 128 && window.height >= 128;
+    scaled_decodes += scalable;
+    if (!scalable) EXPECT_EQ(fast, reference) << p;
+    if (scalable) EXPECT_NE(fast, reference) << p;
   }
+  EXPECT_GT(scaled_decodes, 5);
   // DCT scaling low-passes where the plain bilinear resize aliases; a few levels of 255 on
   // average between the two.
   EXPECT_LT(worst_mean, 6.0);

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "doppio/core/common.hpp"
-
 #include <opencv2/core/types.hpp>
+
+#include "doppio/core/common.hpp"
 
 namespace cv {
 class Mat;
