@@ -3,9 +3,9 @@
 Decodes each JPEG file (read into memory first, as the LMDB records are), takes a
 torchvision RandomResizedCrop (scale 0.08-1, ratio 3/4-4/3, 10 tries, then the centre
 crop) resized to 224 x 224 with Pillow's bilinear filter, flips half the records, and
-subtracts the per-channel mean into a float32 C x H x W array, as torchvision's
-RandomResizedCrop, RandomHorizontalFlip, ToTensor-free normalisation would. Prints the best
-records per second of --repeats timed runs of about --seconds each.
+subtracts the per-channel mean into a float32 C x H x W array: torchvision's
+RandomResizedCrop and RandomHorizontalFlip, then the mean. Prints the best records per
+second of --repeats timed runs of about --seconds each.
 
     python3 bench/pillow_resized_crop.py FOLDER [--seconds 2] [--repeats 3]
 """
