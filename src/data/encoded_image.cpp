@@ -48,7 +48,7 @@ bool EncodedImage::Open(std::string_view bytes, int flag, Decoder decoder, std::
   std::string jpeg_error;
   const bool jpeg = codecs.jpeg_header(Bytes(bytes), bytes.size(), &header, &jpeg_error);
   if (jpeg && TooLarge(header.height, header.width, reason)) return false;
-  if (jpeg && decoder == Decoder::kAuto && !header.exif &&
+  if (jpeg && decoder == Decoder::kAuto && !header.oriented &&
       (header.components == 1 || header.components == 3)) {
     height_ = header.height;
     width_ = header.width;

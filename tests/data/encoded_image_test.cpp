@@ -182,6 +182,52 @@ TEST(EncodedImage, OtherImagesAreOpenCVs) {
   EXPECT_FALSE(forced.scalable());
 }
 
+// An Exif block (APP1) with one IFD0 entry, orientation `orientation`, in either byte order.
+std::string WithExifOrientation(std::string jpeg, int orientation, bool big_endian) {
+  const char o = static_cast<char>(orientation);
+  const std::string tiff =
+      big_endian ? std::string("MM\0\x2A\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01\0", 19) + o +
+                       std::string("\0\0\0\0\0\0", 6)
+                 : std::string("II\x2A\0\x08\0\0\0\x01\0\x12\x01\x03\0\x01\0\0\0", 18) + o +
+                       std::string("\0\0\0\0\0\0\0", 7);
+  const std::string payload = std::string("Exif\0\0", 6) + tiff;
+  const std::size_t length = payload.size() + 2;
+  const std::string marker = std::string("\xFF\xE1", 2) + static_cast<char>(length >> 8) +
+                             static_cast<char>(length & 0xFF) + payload;
+  jpeg.insert(2, marker);
+  return jpeg;
+}
+
+// Upright Exif JPEGs stay on libjpeg-turbo; turned ones, and Exif blocks that do not read,
+// go to OpenCV, which turns them.
+TEST(EncodedImage, ExifOrientationDecidesTheDecoder) {
+  const std::string plain = EncodeJpeg(PhotoLike(40, 64, 3, 14));
+  for (bool big_endian : {false, true}) {
+    SCOPED_TRACE(big_endian ? "big-endian" : "little-endian");
+    for (int orientation : {1, 3, 6, 8}) {
+      const std::string bytes = WithExifOrientation(plain, orientation, big_endian);
+      const cv::Mat expected = OpenCVDecode(bytes, cv::IMREAD_COLOR);
+      EncodedImage image;
+      std::string reason;
+      ASSERT_TRUE(image.Open(bytes, cv::IMREAD_COLOR, EncodedImage::Decoder::kAuto, &reason));
+      EXPECT_EQ(image.scalable(), orientation == 1) << orientation;
+      ASSERT_EQ(cv::Size(image.width(), image.height()), expected.size()) << orientation;
+      EXPECT_EQ(expected.cols, orientation >= 5 ? 40 : 64) << orientation;
+      cv::Mat pixels;
+      ASSERT_TRUE(image.Decode(8, cv::Rect(0, 0, image.width(), image.height()), &pixels, &reason));
+      EXPECT_TRUE(Same(pixels, expected)) << orientation;
+    }
+  }
+  // An Exif block cut off inside its directory: OpenCV's to read.
+  std::string cut = WithExifOrientation(plain, 1, false);
+  cut.erase(20, 10);
+  cut[5] = static_cast<char>(cut[5] - 10);
+  EncodedImage image;
+  std::string reason;
+  ASSERT_TRUE(image.Open(cut, cv::IMREAD_COLOR, EncodedImage::Decoder::kAuto, &reason)) << reason;
+  EXPECT_FALSE(image.scalable());
+}
+
 // Bad data gives a reason, never a crash or grey pixels.
 TEST(EncodedImage, BadDataGivesTheDecodersReason) {
   const std::string good = EncodeJpeg(PhotoLike(64, 64, 3, 11));

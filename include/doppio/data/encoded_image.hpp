@@ -13,11 +13,11 @@ namespace doppio {
 inline constexpr long long kMaxImagePixels = 1LL << 26;
 
 // An encoded image (the data of an encoded Datum) whose header has been read: its size, and
-// its pixels on demand. JPEGs of 1 or 3 components without Exif decode through
+// its pixels on demand. JPEGs of 1 or 3 components stored upright decode through
 // libjpeg-turbo, only the rows and columns asked for and, where asked, at 1/8 to 8/8 of
 // their size in the DCT domain; their pixels at full size are OpenCV's imdecode's, bit for
 // bit. Everything else (PNG, BMP, CMYK JPEGs, JPEGs whose Exif orientation OpenCV would
-// apply) is decoded whole by OpenCV when opened.
+// apply, or whose Exif block does not read) is decoded whole by OpenCV when opened.
 class EncodedImage {
  public:
   enum class Decoder { kAuto, kOpenCV };

@@ -13,8 +13,9 @@ struct JpegHeader {
   int width = 0, height = 0;
   // 1 (gray), 3 (YCbCr or RGB) or 4 (CMYK or YCCK).
   int components = 0;
-  // The file carries an Exif block, whose orientation OpenCV applies when it decodes.
-  bool exif = false;
+  // The file carries an Exif orientation other than 1 (upright), which OpenCV applies when it
+  // decodes, or an Exif block that could not be read to tell.
+  bool oriented = false;
 };
 
 // One libjpeg-turbo decode: the pixels of `rect` of the image scaled by scale_eighths / 8

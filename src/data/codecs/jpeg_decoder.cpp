@@ -73,9 +73,37 @@ class Decompressor {
   ErrorManager errors_{};
 };
 
-bool IsExif(const jpeg_saved_marker_ptr marker) {
-  return marker->marker == JPEG_APP0 + 1 && marker->data_length >= 6 &&
-         std::memcmp(marker->data, "Exif\0\0", 6) == 0;
+// Whether an APP1 marker is an Exif block whose orientation is other than 1 (upright), or
+// one that does not read: OpenCV turns the image by such an orientation, so only an Exif
+// block read to the end of its first directory keeps a JPEG on this decoder.
+bool Oriented(const jpeg_saved_marker_ptr marker) {
+  const JOCTET* data = marker->data;
+  const std::size_t size = marker->data_length;
+  if (size < 6 || std::memcmp(data, "Exif\0\0", 6) != 0) return false;
+  const JOCTET* tiff = data + 6;
+  const std::size_t length = size - 6;
+  if (length < 8) return true;
+  const bool little = tiff[0] == 'I' && tiff[1] == 'I';
+  if (!little && !(tiff[0] == 'M' && tiff[1] == 'M')) return true;
+  auto read16 = [&](std::size_t at) {
+    return little ? tiff[at] | (tiff[at + 1] << 8) : (tiff[at] << 8) | tiff[at + 1];
+  };
+  auto read32 = [&](std::size_t at) {
+    return static_cast<std::size_t>(little ? read16(at) | (read16(at + 2) << 16)
+                                           : (read16(at) << 16) | read16(at + 2));
+  };
+  const std::size_t directory = read32(4);
+  if (directory > length - 2) return true;
+  const std::size_t entries = static_cast<std::size_t>(read16(directory));
+  if (entries > (length - directory - 2) / 12) return true;
+  for (std::size_t e = 0; e < entries; ++e) {
+    const std::size_t entry = directory + 2 + 12 * e;
+    // Tag 0x0112, orientation: one SHORT (type 3), held in the entry itself.
+    if (read16(entry) == 0x0112) {
+      return read16(entry + 2) != 3 || read32(entry + 4) != 1 || read16(entry + 8) != 1;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -88,10 +116,9 @@ bool ReadJpegHeader(const unsigned char* data, std::size_t size, JpegHeader* hea
   }
   Decompressor decompressor(data, size);
   jpeg_decompress_struct* info = decompressor.info();
-  // Only the first bytes of APP1 are kept: enough to tell an Exif block.
   if (!decompressor.Guarded(
           [&] {
-            jpeg_save_markers(info, JPEG_APP0 + 1, 6);
+            jpeg_save_markers(info, JPEG_APP0 + 1, 0xFFFF);
             jpeg_read_header(info, TRUE);
           },
           error)) {
@@ -100,9 +127,9 @@ bool ReadJpegHeader(const unsigned char* data, std::size_t size, JpegHeader* hea
   header->width = static_cast<int>(info->image_width);
   header->height = static_cast<int>(info->image_height);
   header->components = info->num_components;
-  header->exif = false;
+  header->oriented = false;
   for (jpeg_saved_marker_ptr marker = info->marker_list; marker != nullptr; marker = marker->next) {
-    header->exif = header->exif || IsExif(marker);
+    header->oriented = header->oriented || Oriented(marker);
   }
   return true;
 }
