@@ -1,8 +1,11 @@
 // Data pipeline throughput: records per second through LMDB read + decode + transform (the
-// Data layer's prefetch thread and its decoding threads), for MNIST-sized raw records and
-// 256 x 256 JPEG records, with 1 and 2 decoding threads. Prints a table.
+// Data layer's prefetch thread and its decoding threads), for MNIST-sized raw records,
+// 256 x 256 JPEG records (crop 227) and full-size ImageNet-like JPEGs (random-resized crop to
+// 224), with 1 and 2 decoding threads, each JPEG case through the libjpeg-turbo decoder and
+// through OpenCV's imdecode, and the full-size case also through Pillow + numpy
+// (bench/pillow_resized_crop.py) on the same images. Prints a table and the ratios.
 //
-//   build/bench/bench_data_pipeline [--batches=N] [--mnist_records=N] [--jpeg_records=N]
+//   build/bench/bench_data_pipeline [--mnist_records=N] [--jpeg_records=N] [--full_records=N]
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -30,6 +33,8 @@ DEFINE_int32(seconds_per_case, 2, "Rough seconds spent timing each configuration
 DEFINE_int32(repeats, 3, "Timed runs per configuration; the best is kept");
 DEFINE_int32(mnist_records, 20000, "Records in the generated MNIST-sized LMDB");
 DEFINE_int32(jpeg_records, 400, "Records in the generated 256x256 JPEG LMDB");
+DEFINE_int32(full_records, 300, "Records in the generated full-size (about 500x375) JPEG LMDB");
+DEFINE_string(python, "/usr/bin/python3", "Python with Pillow and numpy; empty: no Pillow case");
 DEFINE_string(threads, "1,2", "Decoding thread counts to compare");
 
 namespace {
@@ -60,29 +65,40 @@ void MakeMnist(const std::string& path, int n) {
   txn->Commit();
 }
 
-// Photograph-like 256 x 256 colour JPEGs (smooth shapes plus noise, quality 90).
-void MakeJpeg(const std::string& path, int n) {
+// Photograph-like colour JPEGs (smooth shapes plus noise, quality 90): 256 x 256 with
+// `full_size` false; else of ImageNet's common sizes, landscape and portrait. With `folder`,
+// each JPEG is also written there as a file, for the Pillow case.
+void MakeJpeg(const std::string& path, int n, bool full_size, const std::string& folder = "") {
   auto db = doppio::db::OpenLMDB(path, doppio::db::Mode::kNew);
   auto txn = db->NewTransaction();
   cv::RNG rng(2);
   doppio::Datum datum;
   std::string buffer;
   std::vector<unsigned char> jpeg;
+  const cv::Size kFullSizes[] = {{500, 375}, {500, 333}, {375, 500}, {500, 400}, {400, 300}};
   for (int i = 0; i < n; ++i) {
-    cv::Mat image(256, 256, CV_8UC3);
-    for (int y = 0; y < 256; ++y) {
-      for (int x = 0; x < 256; ++x) {
-        image.at<cv::Vec3b>(y, x) = cv::Vec3b((x + i) % 256, (y * 2) % 256, (x + y) / 2);
+    const cv::Size size = full_size ? kFullSizes[i % 5] : cv::Size(256, 256);
+    cv::Mat image(size, CV_8UC3);
+    for (int y = 0; y < size.height; ++y) {
+      for (int x = 0; x < size.width; ++x) {
+        image.at<cv::Vec3b>(y, x) = cv::Vec3b((x + i) % 256, (y * 2) % 256, (x + y) / 2 % 256);
       }
     }
     for (int s = 0; s < 12; ++s) {
-      cv::circle(image, cv::Point(rng.uniform(0, 256), rng.uniform(0, 256)), rng.uniform(5, 60),
+      cv::circle(image, cv::Point(rng.uniform(0, size.width), rng.uniform(0, size.height)),
+                 rng.uniform(5, size.width / 4),
                  cv::Scalar(rng.uniform(0, 256), rng.uniform(0, 256), rng.uniform(0, 256)), -1);
     }
-    cv::Mat noise(256, 256, CV_8UC3);
+    cv::Mat noise(size, CV_8UC3);
     rng.fill(noise, cv::RNG::NORMAL, 0, 12);
     image += noise;
     cv::imencode(".jpg", image, jpeg, {cv::IMWRITE_JPEG_QUALITY, 90});
+    if (!folder.empty()) {
+      std::FILE* file = std::fopen((folder + "/" + doppio::FormatKey(i, 8) + ".jpg").c_str(), "wb");
+      CHECK(file != nullptr) << "cannot write in " << folder;
+      std::fwrite(jpeg.data(), 1, jpeg.size(), file);
+      std::fclose(file);
+    }
     datum.set_encoded(true);
     datum.set_data(jpeg.data(), jpeg.size());
     datum.set_label(i % 1000);
@@ -149,27 +165,71 @@ int main(int argc, char** argv) {
     thread_counts.push_back(std::stoi(FLAGS_threads.substr(start, comma - start)));
     start = comma == std::string::npos ? FLAGS_threads.size() : comma + 1;
   }
-  std::printf("generating %d MNIST-sized records and %d 256x256 JPEG records...\n",
-              FLAGS_mnist_records, FLAGS_jpeg_records);
+  std::printf("generating %d MNIST-sized records, %d 256x256 and %d full-size JPEG records...\n",
+              FLAGS_mnist_records, FLAGS_jpeg_records, FLAGS_full_records);
   MakeMnist((work / "mnist").string(), FLAGS_mnist_records);
-  MakeJpeg((work / "jpeg").string(), FLAGS_jpeg_records);
+  MakeJpeg((work / "jpeg").string(), FLAGS_jpeg_records, false);
+  fs::create_directories(work / "full_files");
+  MakeJpeg((work / "full").string(), FLAGS_full_records, true, (work / "full_files").string());
 
+  const std::string crop =
+      "crop_size: 227 mirror: true mean_value: 104 mean_value: 117 "
+      "mean_value: 123";
+  const std::string resized =
+      "resized_crop_size: 224 mirror: true mean_value: 104 "
+      "mean_value: 117 mean_value: 123";
   struct Case {
     std::string name, source, transform;
     int batch;
+    // The case this one is compared with (its row in the table), or -1.
+    int baseline;
   };
   const std::vector<Case> cases = {
-      {"MNIST 1x28x28 raw, scale", (work / "mnist").string(), "scale: 0.00390625", 64},
-      {"JPEG 256x256 -> crop 227, mirror, mean", (work / "jpeg").string(),
-       "crop_size: 227 mirror: true mean_value: 104 mean_value: 117 mean_value: 123", 32},
+      {"MNIST 1x28x28 raw, scale", (work / "mnist").string(), "scale: 0.00390625", 64, -1},
+      {"256x256 crop 227, OpenCV", (work / "jpeg").string(), crop + " decoder: OPENCV", 32, -1},
+      {"256x256 crop 227, libjpeg-turbo", (work / "jpeg").string(), crop, 32, 1},
+      {"full-size resized crop 224, OpenCV", (work / "full").string(), resized + " decoder: OPENCV",
+       32, -1},
+      {"full-size resized crop 224, libjpeg-turbo", (work / "full").string(), resized, 32, 3},
   };
-  std::printf("\n%-40s %8s %6s %14s %12s\n", "records", "threads", "batch", "records/s",
-              "ms/batch");
-  for (const Case& c : cases) {
-    for (int threads : thread_counts) {
-      const Result r = Time(c.source, c.batch, threads, c.transform);
-      std::printf("%-40s %8d %6d %14.0f %12.2f\n", c.name.c_str(), threads, c.batch,
-                  r.records_per_second, r.ms_per_batch);
+  std::printf("\n%-44s %8s %6s %12s %10s %10s\n", "records", "threads", "batch", "records/s",
+              "ms/batch", "ratio");
+  std::vector<std::vector<double>> rates(cases.size());
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    for (std::size_t t = 0; t < thread_counts.size(); ++t) {
+      const Result r = Time(c.source, c.batch, thread_counts[t], c.transform);
+      rates[k].push_back(r.records_per_second);
+      std::string ratio;
+      if (c.baseline >= 0) {
+        ratio = std::to_string(r.records_per_second / rates[c.baseline][t]).substr(0, 4) + "x";
+      } else if (t > 0) {
+        ratio = std::to_string(r.records_per_second / rates[k][0]).substr(0, 4) + "x/1t";
+      }
+      std::printf("%-44s %8d %6d %12.0f %10.2f %10s\n", c.name.c_str(), thread_counts[t], c.batch,
+                  r.records_per_second, r.ms_per_batch, ratio.c_str());
+    }
+  }
+  std::printf("\nsecond thread (records/s at %d threads over 1):\n",
+              thread_counts.size() > 1 ? thread_counts[1] : 1);
+  for (std::size_t k = 1; k < cases.size() && thread_counts.size() > 1; ++k) {
+    std::printf("  %-44s %.2fx\n", cases[k].name.c_str(), rates[k][1] / rates[k][0]);
+  }
+  if (!FLAGS_python.empty()) {
+    // The same images, random-resized crop, mirror and mean, in one Python thread.
+    const fs::path script = fs::path(DOPPIO_SOURCE_DIR) / "bench" / "pillow_resized_crop.py";
+    const std::string command = FLAGS_python + " " + script.string() + " " +
+                                (work / "full_files").string() + " --seconds " +
+                                std::to_string(FLAGS_seconds_per_case) + " --repeats " +
+                                std::to_string(FLAGS_repeats);
+    std::FILE* pipe = popen(command.c_str(), "r");
+    double pillow = 0;
+    if (pipe == nullptr || std::fscanf(pipe, "%lf", &pillow) != 1 || pclose(pipe) != 0) {
+      std::printf("\nPillow case failed: %s\n", command.c_str());
+    } else {
+      std::printf("\n%-44s %8d %6s %12.0f\n", "full-size resized crop 224, Pillow + numpy", 1, "",
+                  pillow);
+      std::printf("libjpeg-turbo over Pillow + numpy, 1 thread: %.2fx\n", rates[4][0] / pillow);
     }
   }
   std::error_code ignored;

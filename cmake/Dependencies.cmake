@@ -21,9 +21,11 @@ set(DOPPIO_BLAS_LIBRARIES ${OpenBLAS_LIBRARY})
 set(DOPPIO_BLAS_INCLUDE_DIRS ${OpenBLAS_INCLUDE_DIR})
 
 # The data pipeline: LMDB for Datum records, OpenCV (core, imgproc, imgcodecs only) to decode,
-# resize and encode images.
+# resize and encode images, libjpeg-turbo's libjpeg API (Debian's libjpeg62-turbo-dev, the
+# library OpenCV's JPEG codec links) to decode JPEGs cropped and scaled.
 find_package(LMDB REQUIRED)
 find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+find_package(JPEG REQUIRED)
 
 # Caffe's other file format: HDF5Data / HDF5Output layers, snapshot_format HDF5 and .h5
 # weights (src/util/hdf5*.cpp, through the C API). Required like LMDB: it is a plain Debian

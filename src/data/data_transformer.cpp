@@ -4,8 +4,12 @@
 
 #include <opencv2/core.hpp>
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
+#include <type_traits>
 
+#include "doppio/data/encoded_image.hpp"
 #include "doppio/data/image_io.hpp"
 #include "doppio/util/io.hpp"
 #include "doppio/util/philox.hpp"
@@ -26,6 +30,21 @@ DataTransformer<Dtype>::DataTransformer(const TransformationParameter& param, Ph
       << owner_ << ": transform_param.force_color and force_gray cannot both be set";
   DOPPIO_ENSURE(param_.scale() == param_.scale())
       << owner_ << ": transform_param.scale is not a number";
+  if (param_.resized_crop_size() > 0) {
+    DOPPIO_ENSURE(param_.crop_size() == 0 && !param_.has_mean_file())
+        << owner_ << ": transform_param.resized_crop_size cannot be combined with crop_size or "
+        << "mean_file (use mean_value)";
+    const float scale_min = param_.resized_crop_scale_min();
+    const float scale_max = param_.resized_crop_scale_max();
+    const float ratio_min = param_.resized_crop_ratio_min();
+    const float ratio_max = param_.resized_crop_ratio_max();
+    DOPPIO_ENSURE(0 < scale_min && scale_min <= scale_max && scale_max <= 1)
+        << owner_ << ": transform_param.resized_crop_scale_min/max must satisfy 0 < min <= max "
+        << "<= 1, got " << scale_min << " and " << scale_max;
+    DOPPIO_ENSURE(0 < ratio_min && ratio_min <= ratio_max && std::isfinite(ratio_max))
+        << owner_ << ": transform_param.resized_crop_ratio_min/max must satisfy 0 < min <= max, "
+        << "got " << ratio_min << " and " << ratio_max;
+  }
   if (param_.has_mean_file()) {
     BlobProto proto;
     try {
@@ -69,6 +88,7 @@ typename DataTransformer<Dtype>::Draw DataTransformer<Dtype>::DrawFor(
     std::uint64_t position) const {
   Draw draw;
   if (phase_ != TRAIN) return draw;
+  draw.position = position;
   const PhiloxWords words = SampleWords(seed_, position, 0);
   if (param_.crop_size() > 0) {
     draw.crop_h = words.v[0];
@@ -76,6 +96,59 @@ typename DataTransformer<Dtype>::Draw DataTransformer<Dtype>::DrawFor(
   }
   if (param_.mirror()) draw.mirror = (words.v[2] >> 31) != 0;
   return draw;
+}
+
+namespace {
+// A uniform double in [0, 1) from 32 random bits.
+double Unit(std::uint32_t word) { return word * (1.0 / 4294967296.0); }
+
+// An integer in [0, n) from 32 random bits.
+int Below(std::uint32_t word, int n) {
+  return static_cast<int>((static_cast<std::uint64_t>(word) * static_cast<std::uint64_t>(n)) >> 32);
+}
+
+// Python's round(), which torchvision uses: halves to even.
+int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
+}  // namespace
+
+template <typename Dtype>
+cv::Rect DataTransformer<Dtype>::WindowFor(int height, int width, const Draw& draw) const {
+  const int crop = static_cast<int>(param_.crop_size());
+  if (crop > 0) {
+    if (phase_ != TRAIN) return {(width - crop) / 2, (height - crop) / 2, crop, crop};
+    return {static_cast<int>(draw.crop_w % static_cast<std::uint32_t>(width - crop + 1)),
+            static_cast<int>(draw.crop_h % static_cast<std::uint32_t>(height - crop + 1)), crop,
+            crop};
+  }
+  if (param_.resized_crop_size() == 0) return {0, 0, width, height};
+  const double ratio_min = param_.resized_crop_ratio_min();
+  const double ratio_max = param_.resized_crop_ratio_max();
+  if (phase_ == TRAIN) {
+    const double area = static_cast<double>(height) * width;
+    const double log_min = std::log(ratio_min), log_max = std::log(ratio_max);
+    const double scale_min = param_.resized_crop_scale_min();
+    const double scale_max = param_.resized_crop_scale_max();
+    // Block 0 holds the crop and mirror words; try t draws from block 1 + t.
+    for (int t = 0; t < 10; ++t) {
+      const PhiloxWords words = SampleWords(seed_, draw.position, 1 + t);
+      const double target = area * (scale_min + (scale_max - scale_min) * Unit(words.v[0]));
+      const double aspect = std::exp(log_min + (log_max - log_min) * Unit(words.v[1]));
+      const int w = RoundHalfEven(std::sqrt(target * aspect));
+      const int h = RoundHalfEven(std::sqrt(target / aspect));
+      if (0 < w && w <= width && 0 < h && h <= height) {
+        return {Below(words.v[3], width - w + 1), Below(words.v[2], height - h + 1), w, h};
+      }
+    }
+  }
+  // The centre crop of the ratio in range closest to the record's.
+  const double in_ratio = static_cast<double>(width) / height;
+  int w = width, h = height;
+  if (in_ratio < ratio_min) {
+    h = std::max(1, std::min(height, RoundHalfEven(w / ratio_min)));
+  } else if (in_ratio > ratio_max) {
+    w = std::max(1, std::min(width, RoundHalfEven(h * ratio_max)));
+  }
+  return {(width - w) / 2, (height - h) / 2, w, h};
 }
 
 template <typename Dtype>
@@ -87,6 +160,7 @@ template <typename Dtype>
 void DataTransformer<Dtype>::CheckCrop(int height, int width, const std::string& where,
                                        int channels) const {
   const int crop = static_cast<int>(param_.crop_size());
+  DOPPIO_ENSURE(height > 0 && width > 0) << owner_ << ": " << where << " has no pixels";
   DOPPIO_ENSURE(crop <= height && crop <= width)
       << owner_ << ": transform_param.crop_size " << crop << " is larger than " << where << " ("
       << DatumShapeString(channels, height, width) << ")";
@@ -130,19 +204,50 @@ std::size_t CheckRawDatum(const Datum& datum, const std::string& owner, const st
 }  // namespace
 
 template <typename Dtype>
+std::vector<int> DataTransformer<Dtype>::OutputShape(int channels, int height, int width) const {
+  const int crop = static_cast<int>(param_.crop_size());
+  const int resized = static_cast<int>(param_.resized_crop_size());
+  if (crop > 0) return {channels, crop, crop};
+  if (resized > 0) return {channels, resized, resized};
+  return {channels, height, width};
+}
+
+template <typename Dtype>
+void DataTransformer<Dtype>::CheckOutput(const std::vector<int>& shape, const std::string& where,
+                                         const std::vector<int>* expected) const {
+  if (expected == nullptr) return;
+  const std::vector<int>& e = *expected;
+  DOPPIO_ENSURE(e.size() == 3 && e == shape)
+      << owner_ << ": " << where << " gives a " << DatumShapeString(shape[0], shape[1], shape[2])
+      << " input but earlier records give " << DatumShapeString(e[0], e[1], e[2])
+      << "; records of differing sizes need transform_param.crop_size or resized_crop_size, or "
+      << "resizing when the data set is built (convert_imageset --resize_height/--resize_width)";
+}
+
+namespace {
+EncodedImage::Decoder DecoderOf(const TransformationParameter& param) {
+  return param.decoder() == TransformationParameter::OPENCV ? EncodedImage::Decoder::kOpenCV
+                                                            : EncodedImage::Decoder::kAuto;
+}
+}  // namespace
+
+template <typename Dtype>
 std::vector<int> DataTransformer<Dtype>::InferShape(const Datum& datum,
                                                     const std::string& where) const {
   if (datum.encoded()) {
-    const cv::Mat image = DecodeImage(datum.data(), DecodeFlag());
-    DOPPIO_ENSURE(!image.empty()) << owner_ << ": " << where
-                                  << " is marked encoded but does not decode as an image";
-    return InferShape(image, where);
+    EncodedImage image;
+    std::string reason;
+    if (!image.Open(datum.data(), DecodeFlag(), DecoderOf(param_), &reason)) {
+      throw UndecodableRecord(owner_ + ": " + where + " does not decode: " + reason);
+    }
+    CheckCrop(image.height(), image.width(), where, image.channels());
+    CheckMean(image.channels(), image.height(), image.width(), where);
+    return OutputShape(image.channels(), image.height(), image.width());
   }
   CheckRawDatum(datum, owner_, where);
   CheckCrop(datum.height(), datum.width(), where, datum.channels());
   CheckMean(datum.channels(), datum.height(), datum.width(), where);
-  const int crop = static_cast<int>(param_.crop_size());
-  return {datum.channels(), crop > 0 ? crop : datum.height(), crop > 0 ? crop : datum.width()};
+  return OutputShape(datum.channels(), datum.height(), datum.width());
 }
 
 template <typename Dtype>
@@ -150,62 +255,129 @@ std::vector<int> DataTransformer<Dtype>::InferShape(const cv::Mat& image,
                                                     const std::string& where) const {
   CheckCrop(image.rows, image.cols, where, image.channels());
   CheckMean(image.channels(), image.rows, image.cols, where);
-  const int crop = static_cast<int>(param_.crop_size());
-  return {image.channels(), crop > 0 ? crop : image.rows, crop > 0 ? crop : image.cols};
+  return OutputShape(image.channels(), image.rows, image.cols);
+}
+
+namespace {
+// At most this many channels are transformed a pixel at a time; more go one channel at a
+// time (a Datum may hold any number).
+constexpr int kPixelChannels = 4;
+}  // namespace
+
+template <typename Dtype>
+template <typename Src>
+void DataTransformer<Dtype>::CopyWindow(const Pixels<Src>& pixels, int channels,
+                                        const cv::Rect& window, int height, int width, bool mirror,
+                                        Dtype* out) const {
+  const int out_h = window.height, out_w = window.width;
+  const Dtype scale = static_cast<Dtype>(param_.scale());
+  const int num_values = param_.mean_value_size();
+  const std::size_t plane = static_cast<std::size_t>(out_h) * out_w;
+  // Mirroring writes each row backwards.
+  const std::ptrdiff_t step = mirror ? -1 : 1;
+  const std::size_t col = pixels.col;
+  auto channel_mean = [&](int c) {
+    return num_values == 0 ? Dtype(0)
+                           : static_cast<Dtype>(param_.mean_value(num_values == 1 ? 0 : c));
+  };
+  if constexpr (std::is_same_v<Src, unsigned char>) {
+    if (mean_.empty() && channels <= kPixelChannels) {
+      // 8-bit pixels take their values from a table of the 256 per channel, and an
+      // interleaved (HWC) source is read once, a pixel's channels together.
+      Dtype table[kPixelChannels][256];
+      for (int c = 0; c < channels; ++c) {
+        for (int v = 0; v < 256; ++v)
+          table[c][v] = (static_cast<Dtype>(v) - channel_mean(c)) * scale;
+      }
+      for (int h = 0; h < out_h; ++h) {
+        const Src* in = pixels.src + h * pixels.row;
+        Dtype* dst = out + static_cast<std::size_t>(h) * out_w + (mirror ? out_w - 1 : 0);
+        for (int w = 0; w < out_w; ++w) {
+          const Src* pixel = in + w * col;
+          for (int c = 0; c < channels; ++c) {
+            dst[c * plane + w * step] = table[c][pixel[c * pixels.channel]];
+          }
+        }
+      }
+      return;
+    }
+  }
+  for (int c = 0; c < channels; ++c) {
+    const Dtype mean = channel_mean(c);
+    for (int h = 0; h < out_h; ++h) {
+      const Src* in = pixels.src + c * pixels.channel + h * pixels.row;
+      Dtype* dst = out + c * plane + static_cast<std::size_t>(h) * out_w + (mirror ? out_w - 1 : 0);
+      if (!mean_.empty()) {
+        const float* mean_row =
+            mean_.data() + (static_cast<std::size_t>(c) * height + h + window.y) * width + window.x;
+        for (int w = 0; w < out_w; ++w) {
+          dst[w * step] = (static_cast<Dtype>(in[w * col]) - mean_row[w]) * scale;
+        }
+      } else {
+        for (int w = 0; w < out_w; ++w)
+          dst[w * step] = (static_cast<Dtype>(in[w * col]) - mean) * scale;
+      }
+    }
+  }
 }
 
 template <typename Dtype>
 template <typename Src>
-void DataTransformer<Dtype>::TransformPixels(const Src* src, std::size_t channel_stride,
-                                             std::size_t row_stride, std::size_t col_stride,
-                                             int channels, int height, int width, const Draw& draw,
-                                             Dtype* out, const std::string& where,
-                                             const std::vector<int>* expected) const {
-  const int crop = static_cast<int>(param_.crop_size());
-  CheckCrop(height, width, where, channels);
-  int out_h = height, out_w = width, h_off = 0, w_off = 0;
-  if (crop > 0) out_h = out_w = crop;
-  if (expected != nullptr) {
-    const std::vector<int>& e = *expected;
-    DOPPIO_ENSURE(e.size() == 3 && e[0] == channels && e[1] == out_h && e[2] == out_w)
-        << owner_ << ": " << where << " gives a " << DatumShapeString(channels, out_h, out_w)
-        << " input but earlier records give " << DatumShapeString(e[0], e[1], e[2])
-        << "; records of differing sizes need transform_param.crop_size, or resizing when "
-        << "the data set is built (convert_imageset --resize_height/--resize_width)";
-  }
-  if (crop > 0) {
-    if (phase_ == TRAIN) {
-      h_off = static_cast<int>(draw.crop_h % static_cast<std::uint32_t>(height - crop + 1));
-      w_off = static_cast<int>(draw.crop_w % static_cast<std::uint32_t>(width - crop + 1));
-    } else {
-      h_off = (height - crop) / 2;
-      w_off = (width - crop) / 2;
+void DataTransformer<Dtype>::ResizeWindow(const Pixels<Src>& pixels, int channels, int rows,
+                                          int cols, double x, double y, double w, double h,
+                                          bool mirror, Dtype* out) const {
+  const int size = static_cast<int>(param_.resized_crop_size());
+  // Half-pixel centres, as OpenCV's INTER_LINEAR and torchvision's bilinear resize: output
+  // pixel o samples the source at x + (o + 0.5) * w / size - 0.5, clamped to the source.
+  struct Tap {
+    std::size_t first, second;
+    float weight;
+  };
+  auto taps = [size](double origin, double extent, int limit, std::size_t stride) {
+    std::vector<Tap> result(static_cast<std::size_t>(size));
+    for (int o = 0; o < size; ++o) {
+      const double at = std::clamp(origin + (o + 0.5) * extent / size - 0.5, 0.0, limit - 1.0);
+      const int first = static_cast<int>(at);
+      const int second = std::min(first + 1, limit - 1);
+      result[o] = {first * stride, second * stride, static_cast<float>(at - first)};
     }
-  }
-  const bool mirror = phase_ == TRAIN && draw.mirror;
+    return result;
+  };
+  const std::vector<Tap> across = taps(x, w, cols, pixels.col);
+  const std::vector<Tap> down = taps(y, h, rows, pixels.row);
   const Dtype scale = static_cast<Dtype>(param_.scale());
-  const bool use_mean_file = !mean_.empty();
-  CheckMean(channels, height, width, where);
   const int num_values = param_.mean_value_size();
-
-  for (int c = 0; c < channels; ++c) {
-    const Dtype channel_mean =
-        num_values == 0 ? Dtype(0) : static_cast<Dtype>(param_.mean_value(num_values == 1 ? 0 : c));
-    for (int h = 0; h < out_h; ++h) {
-      const Src* in = src + c * channel_stride + (h + h_off) * row_stride + w_off * col_stride;
-      Dtype* row = out + (static_cast<std::size_t>(c) * out_h + h) * out_w;
-      // Mirroring writes the row backwards.
-      Dtype* dst = mirror ? row + out_w - 1 : row;
-      const std::ptrdiff_t step = mirror ? -1 : 1;
-      if (use_mean_file) {
-        const float* mean_row =
-            mean_.data() + (static_cast<std::size_t>(c) * height + h + h_off) * width + w_off;
-        for (int w = 0; w < out_w; ++w) {
-          dst[w * step] = (static_cast<Dtype>(in[w * col_stride]) - mean_row[w]) * scale;
-        }
-      } else {
-        for (int w = 0; w < out_w; ++w) {
-          dst[w * step] = (static_cast<Dtype>(in[w * col_stride]) - channel_mean) * scale;
+  const std::size_t plane = static_cast<std::size_t>(size) * size;
+  const std::ptrdiff_t step = mirror ? -1 : 1;
+  // The channels of a pixel share its taps: up to kPixelChannels of them are done together.
+  for (int first_channel = 0; first_channel < channels; first_channel += kPixelChannels) {
+    const int count = std::min(kPixelChannels, channels - first_channel);
+    Dtype mean[kPixelChannels];
+    for (int c = 0; c < count; ++c) {
+      const int channel = first_channel + c;
+      mean[c] = num_values == 0
+                    ? Dtype(0)
+                    : static_cast<Dtype>(param_.mean_value(num_values == 1 ? 0 : channel));
+    }
+    const Src* source = pixels.src + first_channel * pixels.channel;
+    Dtype* target = out + first_channel * plane;
+    for (int o = 0; o < size; ++o) {
+      const Src* top = source + down[o].first;
+      const Src* bottom = source + down[o].second;
+      const float down_weight = down[o].weight;
+      Dtype* dst = target + static_cast<std::size_t>(o) * size + (mirror ? size - 1 : 0);
+      for (int k = 0; k < size; ++k) {
+        const Tap& t = across[k];
+        for (int c = 0; c < count; ++c) {
+          const std::size_t at = c * pixels.channel;
+          const float a = static_cast<float>(top[t.first + at]);
+          const float b = static_cast<float>(top[t.second + at]);
+          const float d = static_cast<float>(bottom[t.first + at]);
+          const float e = static_cast<float>(bottom[t.second + at]);
+          const float upper = a + t.weight * (b - a);
+          const float lower = d + t.weight * (e - d);
+          const float value = upper + down_weight * (lower - upper);
+          dst[c * plane + k * step] = (static_cast<Dtype>(value) - mean[c]) * scale;
         }
       }
     }
@@ -213,14 +385,84 @@ void DataTransformer<Dtype>::TransformPixels(const Src* src, std::size_t channel
 }
 
 template <typename Dtype>
+template <typename Src>
+void DataTransformer<Dtype>::TransformPixels(const Pixels<Src>& pixels, int channels, int height,
+                                             int width, const Draw& draw, Dtype* out,
+                                             const std::string& where,
+                                             const std::vector<int>* expected) const {
+  CheckCrop(height, width, where, channels);
+  CheckOutput(OutputShape(channels, height, width), where, expected);
+  CheckMean(channels, height, width, where);
+  const cv::Rect window = WindowFor(height, width, draw);
+  const bool mirror = phase_ == TRAIN && draw.mirror;
+  const Pixels<Src> at = {pixels.src + window.y * pixels.row + window.x * pixels.col,
+                          pixels.channel, pixels.row, pixels.col};
+  if (param_.resized_crop_size() > 0) {
+    ResizeWindow(at, channels, window.height, window.width, 0, 0, window.width, window.height,
+                 mirror, out);
+  } else {
+    CopyWindow(at, channels, window, height, width, mirror, out);
+  }
+}
+
+template <typename Dtype>
+void DataTransformer<Dtype>::TransformEncoded(const Datum& datum, const Draw& draw, Dtype* out,
+                                              const std::string& where,
+                                              const std::vector<int>* expected) const {
+  EncodedImage image;
+  std::string reason;
+  auto undecodable = [&] {
+    return UndecodableRecord(owner_ + ": " + where + " does not decode: " + reason);
+  };
+  if (!image.Open(datum.data(), DecodeFlag(), DecoderOf(param_), &reason)) throw undecodable();
+  const int channels = image.channels(), height = image.height(), width = image.width();
+  CheckCrop(height, width, where, channels);
+  CheckOutput(OutputShape(channels, height, width), where, expected);
+  CheckMean(channels, height, width, where);
+  const cv::Rect window = WindowFor(height, width, draw);
+  const bool mirror = phase_ == TRAIN && draw.mirror;
+  const int size = static_cast<int>(param_.resized_crop_size());
+  cv::Mat decoded;
+  if (size == 0) {
+    if (!image.Decode(8, window, &decoded, &reason)) throw undecodable();
+    CopyWindow(Pixels<unsigned char>{decoded.ptr<unsigned char>(0), 1, decoded.step[0],
+                                     static_cast<std::size_t>(channels)},
+               channels, window, height, width, mirror, out);
+    return;
+  }
+  // The smallest DCT scale at which the window still has the output's size: the resize then
+  // only shrinks, and libjpeg skips most of the work of the pixels it would drop. Only 4/8,
+  // 2/8 and 1/8: libjpeg-turbo has SIMD inverse DCTs for those alone, and its plain C ones
+  // of 7/8, 6/8, ... cost more than the full-size decode they replace.
+  int eighths = 8;
+  if (image.scalable() && param_.jpeg_dct_scaling()) {
+    while (eighths > 1 && window.width * (eighths / 2) >= 8 * size &&
+           window.height * (eighths / 2) >= 8 * size) {
+      eighths /= 2;
+    }
+  }
+  const double factor = eighths / 8.0;
+  const double x = window.x * factor, y = window.y * factor;
+  const double w = window.width * factor, h = window.height * factor;
+  const int left = static_cast<int>(std::floor(x)), top = static_cast<int>(std::floor(y));
+  const int right =
+      std::min(EncodedImage::ScaledSize(width, eighths), static_cast<int>(std::ceil(x + w)));
+  const int bottom =
+      std::min(EncodedImage::ScaledSize(height, eighths), static_cast<int>(std::ceil(y + h)));
+  if (!image.Decode(eighths, cv::Rect(left, top, right - left, bottom - top), &decoded, &reason)) {
+    throw undecodable();
+  }
+  ResizeWindow(Pixels<unsigned char>{decoded.ptr<unsigned char>(0), 1, decoded.step[0],
+                                     static_cast<std::size_t>(channels)},
+               channels, decoded.rows, decoded.cols, x - left, y - top, w, h, mirror, out);
+}
+
+template <typename Dtype>
 void DataTransformer<Dtype>::Transform(const Datum& datum, const Draw& draw, Dtype* out,
                                        const std::string& where,
                                        const std::vector<int>* expected) const {
   if (datum.encoded()) {
-    const cv::Mat image = DecodeImage(datum.data(), DecodeFlag());
-    DOPPIO_ENSURE(!image.empty()) << owner_ << ": " << where
-                                  << " is marked encoded but does not decode as an image";
-    Transform(image, draw, out, where, expected);
+    TransformEncoded(datum, draw, out, where, expected);
     return;
   }
   CheckRawDatum(datum, owner_, where);
@@ -230,13 +472,14 @@ void DataTransformer<Dtype>::Transform(const Datum& datum, const Draw& draw, Dty
   }
   const int channels = datum.channels(), height = datum.height(), width = datum.width();
   const std::size_t plane = static_cast<std::size_t>(height) * width;
+  const std::size_t row = static_cast<std::size_t>(width);
   if (!datum.data().empty()) {
-    TransformPixels(reinterpret_cast<const unsigned char*>(datum.data().data()), plane,
-                    static_cast<std::size_t>(width), 1, channels, height, width, draw, out, where,
-                    expected);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(datum.data().data());
+    TransformPixels(Pixels<unsigned char>{bytes, plane, row, 1}, channels, height, width, draw, out,
+                    where, expected);
   } else {
-    TransformPixels(datum.float_data().data(), plane, static_cast<std::size_t>(width), 1, channels,
-                    height, width, draw, out, where, expected);
+    TransformPixels(Pixels<float>{datum.float_data().data(), plane, row, 1}, channels, height,
+                    width, draw, out, where, expected);
   }
 }
 
@@ -246,7 +489,8 @@ void DataTransformer<Dtype>::Transform(const cv::Mat& image, const Draw& draw, D
                                        const std::vector<int>* expected) const {
   DOPPIO_ENSURE(image.depth() == CV_8U) << owner_ << ": " << where << " is not an 8-bit image";
   const int channels = image.channels();
-  TransformPixels(image.ptr<unsigned char>(0), 1, image.step[0], static_cast<std::size_t>(channels),
+  TransformPixels(Pixels<unsigned char>{image.ptr<unsigned char>(0), 1, image.step[0],
+                                        static_cast<std::size_t>(channels)},
                   channels, image.rows, image.cols, draw, out, where, expected);
 }
 

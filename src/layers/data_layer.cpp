@@ -81,15 +81,45 @@ void DataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   }
   batch->first_position = records_[0].position;
   const std::string who = this->Describe();
-  this->workers_->For(batch_size, [&](int i) {
-    const ShardedReader::Record& record = records_[i];
+  const bool skip_corrupt = this->layer_param_.data_param().skip_corrupt();
+  // Per record: empty, or why it did not decode (skip_corrupt only).
+  failures_.assign(batch_size, std::string());
+  auto transform = [&](int from, int into) {
+    const ShardedReader::Record& record = records_[from];
     Datum datum;
-    DOPPIO_ENSURE(datum.ParseFromArray(record.value.data(), static_cast<int>(record.value.size())))
-        << who << ": " << RecordName(record.key) << " is not a Datum";
-    this->transformer_->Transform(datum, draws_[i], batch->data.data() + record_count * i,
+    if (!datum.ParseFromArray(record.value.data(), static_cast<int>(record.value.size()))) {
+      throw UndecodableRecord(who + ": " + RecordName(record.key) + " is not a Datum");
+    }
+    this->transformer_->Transform(datum, draws_[into], batch->data.data() + record_count * into,
                                   RecordName(record.key), &shape);
-    batch->label[i] = static_cast<Dtype>(datum.label());
+    batch->label[into] = static_cast<Dtype>(datum.label());
+  };
+  this->workers_->For(batch_size, [&](int i) {
+    try {
+      transform(i, i);
+    } catch (const UndecodableRecord& error) {
+      if (!skip_corrupt) throw;
+      failures_[i] = error.what();
+    }
   });
+  if (!skip_corrupt) return;
+  // A record that does not decode takes the place of the nearest earlier one of its batch
+  // that does, with its own draw: the batch keeps its size and every other record its draw,
+  // so runs on any number of ranks, and resumed runs, still agree.
+  for (int i = 0; i < batch_size; ++i) {
+    if (failures_[i].empty()) continue;
+    int from = i;
+    do {
+      from = (from + batch_size - 1) % batch_size;
+    } while (from != i && !failures_[from].empty());
+    DOPPIO_ENSURE(from != i) << who << ": no record of the batch at stream position "
+                             << batch->first_position << " decodes; the first: " << failures_[i];
+    transform(from, i);
+    ++skipped_;
+    LOG(WARNING) << failures_[i] << "; skipped (data_param.skip_corrupt), "
+                 << RecordName(records_[from].key) << " in its place; " << skipped_
+                 << (skipped_ == 1 ? " record" : " records") << " skipped so far";
+  }
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // A Datum (the record of Caffe's data sets: raw uint8 pixels, float_data, or an encoded image
-// that OpenCV decodes) through DataTransformer, as the data layers use it: InferShape, then
-// Transform into a buffer of that shape, under several transform_params (crop, mirror,
-// mean values, scale, force_color / force_gray, both phases).
+// that libjpeg-turbo or OpenCV decodes) through DataTransformer, as the data layers use it:
+// InferShape, then Transform into a buffer of that shape, under several transform_params
+// (crop, mirror, mean values, scale, force_color / force_gray, random-resized crops with and
+// without DCT scaling, the OpenCV decoder, both phases).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -18,6 +19,9 @@ constexpr const char* kTransforms[] = {
     "crop_size: 3 mirror: true scale: 0.5 mean_value: 100",
     "crop_size: 2 force_color: true mean_value: 1 mean_value: 2 mean_value: 3",
     "mirror: true force_gray: true scale: 0.00390625",
+    "resized_crop_size: 5 mirror: true mean_value: 10",
+    "resized_crop_size: 3 jpeg_dct_scaling: false force_color: true",
+    "crop_size: 1 decoder: OPENCV",
 };
 
 std::vector<doppio::DataTransformer<float>>& Transformers() {

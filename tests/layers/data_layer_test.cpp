@@ -3,17 +3,21 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
 #include "../data/data_test_helpers.hpp"
+#include "../data/jpeg_test_images.hpp"
 #include "doppio/core/net.hpp"
 #include "doppio/data/image_io.hpp"
 #include "doppio/util/io.hpp"
+#include "log_capture.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -127,6 +131,115 @@ TYPED_TEST(DataLayerTest, UnionOfShardsIsTheSingleProcessBatch) {
       EXPECT_EQ(together.data, whole.data) << "batch " << k;
     }
   }
+}
+
+// JPEG records of differing sizes, record i labelled i; `broken` are cut short.
+std::vector<std::string> JpegRecords(int n, const std::set<int>& broken = {}) {
+  std::vector<std::string> values;
+  for (int i = 0; i < n; ++i) {
+    std::string bytes = testing_jpeg::EncodeJpeg(
+        testing_jpeg::PhotoLike(24 + 5 * (i % 4), 40 - 3 * (i % 5), 3, static_cast<unsigned>(i)));
+    if (broken.count(i) > 0) bytes.resize(bytes.size() / 2);
+    Datum datum;
+    datum.set_encoded(true);
+    datum.set_label(i);
+    datum.set_data(bytes);
+    values.push_back(datum.SerializeAsString());
+  }
+  return values;
+}
+
+// Random-resized crops and mirrors of JPEG records in TRAIN are drawn per record position:
+// the ranks' batches together are one process's, on 1 to 3 ranks.
+TYPED_TEST(DataLayerTest, UnionOfShardsIsTheSingleProcessBatchWithResizedCrops) {
+  const std::string source = this->dir_.path() + "/jpeg";
+  WriteLmdb(source, JpegRecords(11));
+  const std::string transform = "resized_crop_size: 8 mirror: true mean_value: 100";
+  for (int size = 1; size <= 3; ++size) {
+    SCOPED_TRACE("size " + std::to_string(size));
+    auto single = MakeNet<TypeParam>(DataNet(
+        source, "batch_size: " + std::to_string(2 * size) + " threads: 2", transform, "TRAIN"));
+    std::vector<std::unique_ptr<Net<TypeParam>>> ranks;
+    for (int r = 0; r < size; ++r) {
+      ranks.push_back(MakeNet<TypeParam>(DataNet(
+          source,
+          "batch_size: 2 shard_rank: " + std::to_string(r) + " shard_size: " + std::to_string(size),
+          transform, "TRAIN")));
+    }
+    std::set<std::vector<double>> distinct;
+    for (int k = 0; k < 8; ++k) {
+      const Step whole = Forward(single.get());
+      EXPECT_EQ(whole.shape, (std::vector<int>{2 * size, 3, 8, 8}));
+      Step together;
+      for (auto& rank : ranks) {
+        const Step part = Forward(rank.get());
+        together.data.insert(together.data.end(), part.data.begin(), part.data.end());
+        together.label.insert(together.label.end(), part.label.begin(), part.label.end());
+      }
+      EXPECT_EQ(together.label, whole.label) << "batch " << k;
+      EXPECT_EQ(together.data, whole.data) << "batch " << k;
+      distinct.insert(whole.data);
+    }
+    // Epochs differ: the draws are per position, not per record.
+    EXPECT_EQ(distinct.size(), 8u);
+  }
+}
+
+// A record that does not decode: an error naming the layer, the LMDB, the key and libjpeg's
+// reason; with skip_corrupt, a warning that counts, and the batch keeps its records' draws.
+TYPED_TEST(DataLayerTest, CorruptRecordsAreAnErrorOrSkippedWithSkipCorrupt) {
+  const std::string source = this->dir_.path() + "/broken";
+  WriteLmdb(source, JpegRecords(6, {2, 5}));
+  const std::string transform = "resized_crop_size: 8 mirror: true";
+  auto strict = MakeNet<TypeParam>(DataNet(source, "batch_size: 3", transform, "TRAIN"));
+  EXPECT_ERROR_WITH(Forward(strict.get()), "layer 'data' (Data)", "record '00000002'",
+                    "LMDB '" + source + "'", "does not decode", "Premature end of JPEG file");
+
+  const std::string good = this->dir_.path() + "/good";
+  WriteLmdb(good, JpegRecords(6));
+  // Before the net: its prefetch thread decodes batches ahead.
+  LogCapture warnings(google::GLOG_WARNING);
+  auto skipping =
+      MakeNet<TypeParam>(DataNet(source, "batch_size: 3 skip_corrupt: true", transform, "TRAIN"));
+  auto reference = MakeNet<TypeParam>(DataNet(good, "batch_size: 3", transform, "TRAIN"));
+  for (int k = 0; k < 2; ++k) {
+    const Step got = Forward(skipping.get());
+    const Step want = Forward(reference.get());
+    // Record 2 (5) is replaced by record 1 (4), labels and all; the others are untouched.
+    EXPECT_EQ(got.label, (std::vector<double>{3.0 * k, 3.0 * k + 1, 3.0 * k + 1}));
+    const std::size_t per_record = got.data.size() / 3;
+    EXPECT_TRUE(std::equal(got.data.begin(), got.data.begin() + 2 * per_record, want.data.begin()));
+    EXPECT_NE(std::vector<double>(got.data.begin() + per_record, got.data.begin() + 2 * per_record),
+              std::vector<double>(got.data.begin() + 2 * per_record, got.data.end()))
+        << "the replacement keeps the skipped record's own draw";
+  }
+  const std::string text = warnings.text();
+  EXPECT_NE(text.find("record '00000002' of LMDB '" + source + "' does not decode"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("record '00000001' of LMDB '" + source + "' in its place; 1 record skipped"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2 records skipped so far"), std::string::npos) << text;
+
+  // A batch of nothing but corrupt records is an error, skip_corrupt or not.
+  const std::string all_broken = this->dir_.path() + "/all_broken";
+  WriteLmdb(all_broken, JpegRecords(4, {2, 3}));
+  auto hopeless =
+      MakeNet<TypeParam>(DataNet(all_broken, "batch_size: 2 skip_corrupt: true", transform));
+  Forward(hopeless.get());
+  EXPECT_ERROR_WITH(Forward(hopeless.get()), "layer 'data' (Data)", "no record of the batch",
+                    "does not decode");
+}
+
+TYPED_TEST(DataLayerTest, ImageSmallerThanTheCropNamesTheKeyAndBothSizes) {
+  const std::string source = this->dir_.path() + "/small";
+  WriteLmdb(source, JpegRecords(3));
+  // Record 0 is 24 x 40, record 1 29 x 37, record 2 34 x 34 (height x width).
+  EXPECT_ERROR_WITH(MakeNet<TypeParam>(DataNet(source, "batch_size: 1", "crop_size: 25")),
+                    "layer 'data' (Data)", "record '00000000'", "crop_size 25", "3x24x40");
+  auto fits = MakeNet<TypeParam>(DataNet(source, "batch_size: 3", "crop_size: 24"));
+  EXPECT_EQ(Forward(fits.get()).shape, (std::vector<int>{3, 3, 24, 24}));
 }
 
 TYPED_TEST(DataLayerTest, RandSkipIsTheSameOnEveryRank) {

@@ -1,8 +1,8 @@
 // Exact resume: a run interrupted by a snapshot and resumed from it reaches the weights of
-// the uninterrupted run bit for bit, with random crops, mirrors, dropout and a shuffled image
-// list on, across epoch boundaries, while the prefetch threads have read ahead. The data
-// position in the .solverstate makes it so; a state without one (Caffe's) resumes with a
-// warning that the data starts over.
+// the uninterrupted run bit for bit, with random crops (random-resized ones of JPEG records
+// too), mirrors, dropout and a shuffled image list on, across epoch boundaries, while the prefetch
+// threads have read ahead. The data position in the .solverstate makes it so; a state without one
+// (Caffe's) resumes with a warning that the data starts over.
 #include <glog/logging.h>
 #include <gtest/gtest.h>
 
@@ -50,6 +50,8 @@ class ExactResumeTest : public ::testing::Test {
   void SetUp() override {
     auto db = db::OpenLMDB(dir_.path() + "/lmdb", db::Mode::kNew);
     auto txn = db->NewTransaction();
+    auto jpeg_db = db::OpenLMDB(dir_.path() + "/jpeg_lmdb", db::Mode::kNew);
+    auto jpeg_txn = jpeg_db->NewTransaction();
     std::ofstream list(dir_.path() + "/list.txt");
     for (int i = 0; i < kRecords; ++i) {
       cv::Mat image(6, 6, CV_8UC1);
@@ -59,11 +61,19 @@ class ExactResumeTest : public ::testing::Test {
       MatToDatum(image, &datum);
       datum.set_label(i % 3);
       txn->Put(FormatKey(i, 8), datum.SerializeAsString());
+      std::vector<unsigned char> jpeg;
+      ASSERT_TRUE(cv::imencode(".jpg", image, jpeg));
+      datum.Clear();
+      datum.set_encoded(true);
+      datum.set_data(jpeg.data(), jpeg.size());
+      datum.set_label(i % 3);
+      jpeg_txn->Put(FormatKey(i, 8), datum.SerializeAsString());
       const std::string name = "img" + std::to_string(i) + ".png";
       ASSERT_TRUE(cv::imwrite(dir_.path() + "/" + name, image));
       list << name << " " << i % 3 << "\n";
     }
     txn->Commit();
+    jpeg_txn->Commit();
   }
 
   // The Data layer of the LMDB, or an ImageData layer over the shuffled list; both crop
@@ -82,12 +92,23 @@ class ExactResumeTest : public ::testing::Test {
            "/lmdb' batch_size: 4 prefetch: 3 threads: 2 } }";
   }
 
-  SolverParameter Param(bool image_list) const {
+  // The Data layer of the JPEG LMDB with random-resized crops (drawn once the record's size
+  // is known, from its position) and mirrors.
+  std::string JpegDataLayer() const {
+    return "layer { name: 'data' type: 'Data' top: 'data' top: 'label' transform_param { "
+           "resized_crop_size: 4 resized_crop_scale_min: 0.3 mirror: true scale: 0.004 } "
+           "data_param { source: '" +
+           dir_.path() + "/jpeg_lmdb' batch_size: 4 prefetch: 3 threads: 2 } }";
+  }
+
+  SolverParameter Param(bool image_list) const { return ParamFor(DataLayer(image_list)); }
+
+  SolverParameter ParamFor(const std::string& data_layer) const {
     SolverParameter param = ParseText<SolverParameter>(
         "type: 'SGD' base_lr: 0.05 momentum: 0.9 lr_policy: 'fixed' display: 0 random_seed: 7 "
         "snapshot_after_train: false max_iter: " +
         std::to_string(kTotal) + " snapshot_prefix: '" + dir_.path() + "/snap'");
-    *param.mutable_net_param() = ParseText<NetParameter>(DataLayer(image_list) + kBody);
+    *param.mutable_net_param() = ParseText<NetParameter>(data_layer + kBody);
     return param;
   }
 
@@ -112,9 +133,14 @@ class ExactResumeTest : public ::testing::Test {
 };
 
 TEST_F(ExactResumeTest, ResumedRunEqualsTheUninterruptedOneBitForBit) {
-  for (bool image_list : {false, true}) {
-    SCOPED_TRACE(image_list ? "ImageData, shuffled list" : "Data, LMDB");
-    const SolverParameter param = Param(image_list);
+  const std::pair<const char*, std::string> inputs[] = {
+      {"Data, LMDB", DataLayer(false)},
+      {"ImageData, shuffled list", DataLayer(true)},
+      {"Data, JPEG LMDB, random-resized crops", JpegDataLayer()},
+  };
+  for (const auto& [name, data_layer] : inputs) {
+    SCOPED_TRACE(name);
+    const SolverParameter param = ParamFor(data_layer);
     SolverState state;
     const std::string state_file = Interrupt(param, &state);
     ASSERT_EQ(state.data_position_size(), 1);

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <opencv2/core/types.hpp>
+
 #include "doppio/core/common.hpp"
 
 namespace cv {
@@ -21,7 +23,11 @@ namespace doppio {
 //   mirrors, so scores are reproducible;
 // - mean: mean_file (a BlobProto of the full, uncropped record shape, subtracted at the crop
 //   window) or mean_value (one for all channels, or one per channel), not both;
-// - force_color / force_gray: decode encoded records as 3-channel BGR or 1-channel gray.
+// - force_color / force_gray: decode encoded records as 3-channel BGR or 1-channel gray;
+// - resized_crop_size (Doppio): torchvision's RandomResizedCrop instead of crop_size
+//   (docs/data_transforms.md).
+// Encoded records decode only the window the output needs (EncodedImage), in one pass with
+// the rest.
 //
 // The random choices for a record are a function of the seed and the record's position in
 // the global stream of training samples (DrawFor, counter-based: philox.hpp), not of a
@@ -42,6 +48,9 @@ class DataTransformer {
   struct Draw {
     std::uint32_t crop_h = 0, crop_w = 0;
     bool mirror = false;
+    // The record's stream position: a random-resized crop draws its tries from it once the
+    // record's size is known.
+    std::uint64_t position = 0;
   };
   Draw DrawFor(std::uint64_t position) const;
 
@@ -50,10 +59,14 @@ class DataTransformer {
   std::vector<int> InferShape(const Datum& datum, const std::string& where) const;
   std::vector<int> InferShape(const cv::Mat& image, const std::string& where) const;
 
+  // The window of a height x width record that the output is taken from: crop_size's,
+  // the random-resized crop's, or the whole record.
+  cv::Rect WindowFor(int height, int width, const Draw& draw) const;
+
   // Writes C*H*W values to out. Throws Error naming the layer and the record for a record
   // whose size disagrees with its shape, a crop larger than the record, a mean of another
-  // shape, encoded data that does not decode, or (when `expected` is given) an output shape
-  // other than *expected.
+  // shape, or (when `expected` is given) an output shape other than *expected; and
+  // UndecodableRecord, with the decoder's reason, for encoded data that does not decode.
   void Transform(const Datum& datum, const Draw& draw, Dtype* out, const std::string& where,
                  const std::vector<int>* expected = nullptr) const;
   // An 8-bit image (HWC, BGR or gray).
@@ -67,11 +80,30 @@ class DataTransformer {
   std::vector<int> mean_shape() const { return {mean_channels_, mean_height_, mean_width_}; }
 
  private:
+  // Pixel (c, h, w) of a source is src[c * channel + h * row + w * col].
   template <typename Src>
-  void TransformPixels(const Src* src, std::size_t channel_stride, std::size_t row_stride,
-                       std::size_t col_stride, int channels, int height, int width,
+  struct Pixels {
+    const Src* src;
+    std::size_t channel, row, col;
+  };
+  template <typename Src>
+  void TransformPixels(const Pixels<Src>& pixels, int channels, int height, int width,
                        const Draw& draw, Dtype* out, const std::string& where,
                        const std::vector<int>* expected) const;
+  void TransformEncoded(const Datum& datum, const Draw& draw, Dtype* out, const std::string& where,
+                        const std::vector<int>* expected) const;
+  // Writes the output of `window` of a height x width record whose window starts at `pixels`.
+  template <typename Src>
+  void CopyWindow(const Pixels<Src>& pixels, int channels, const cv::Rect& window, int height,
+                  int width, bool mirror, Dtype* out) const;
+  // Writes the output of the region of `pixels` (rows x cols) with top-left corner (x, y)
+  // and size w x h, in pixels and fractions of them, resized (bilinear) to the output size.
+  template <typename Src>
+  void ResizeWindow(const Pixels<Src>& pixels, int channels, int rows, int cols, double x, double y,
+                    double w, double h, bool mirror, Dtype* out) const;
+  std::vector<int> OutputShape(int channels, int height, int width) const;
+  void CheckOutput(const std::vector<int>& shape, const std::string& where,
+                   const std::vector<int>* expected) const;
   void CheckCrop(int height, int width, const std::string& where, int channels) const;
   void CheckMean(int channels, int height, int width, const std::string& where) const;
   int DecodeFlag() const;
@@ -83,6 +115,12 @@ class DataTransformer {
   // The mean file's pixels and shape.
   std::vector<float> mean_;
   int mean_channels_ = 0, mean_height_ = 0, mean_width_ = 0;
+};
+
+// Encoded data that does not decode (DataParameter.skip_corrupt skips such records).
+class UndecodableRecord : public Error {
+ public:
+  using Error::Error;
 };
 
 // A Datum's own shape {C, H, W} without decoding (0s for encoded records).

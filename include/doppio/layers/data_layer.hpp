@@ -15,8 +15,8 @@ namespace doppio {
 //
 // data_param: source, batch_size, backend (LMDB; LEVELDB is refused with an Error; unset
 // means LMDB), rand_skip (a random start, the same on every rank), prefetch (batches read
-// ahead), and Doppio's shard_rank / shard_size / threads. Records are read in key order,
-// block-cyclically across ranks (see ShardSequence), and the set wraps around at its end.
+// ahead), and Doppio's shard_rank / shard_size / threads / skip_corrupt. Records are read in key
+// order, block-cyclically across ranks (see ShardSequence), and the set wraps around at its end.
 // Every record must transform to the same shape (the first record's); give crop_size, or
 // resize when converting, for records of differing sizes.
 template <typename Dtype>
@@ -40,6 +40,9 @@ class DataLayer : public BasePrefetchingDataLayer<Dtype> {
   // Per-batch scratch, reused.
   std::vector<ShardedReader::Record> records_;
   std::vector<typename DataTransformer<Dtype>::Draw> draws_;
+  std::vector<std::string> failures_;
+  // Records replaced since the layer was set up (data_param.skip_corrupt).
+  long long skipped_ = 0;
 };
 
 }  // namespace doppio

@@ -1,8 +1,9 @@
-// libdoppio_image_codecs: OpenCV's image codecs behind the table of
-// doppio/data/image_codecs.hpp, which says why they are a module of their own.
+// libdoppio_image_codecs: OpenCV's image codecs and libjpeg-turbo's decoder behind the table
+// of doppio/data/image_codecs.hpp, which says why they are a module of their own.
 #include <opencv2/imgcodecs.hpp>
 
 #include "doppio/data/image_codecs.hpp"
+#include "jpeg_decoder.hpp"
 
 namespace {
 
@@ -16,7 +17,8 @@ bool Encode(const std::string& extension, const cv::Mat& image, std::vector<unsi
 
 bool HasWriter(const std::string& extension) { return cv::haveImageWriter(extension); }
 
-const doppio::ImageCodecs kCodecs = {Decode, Read, Encode, HasWriter};
+const doppio::ImageCodecs kCodecs = {
+    Decode, Read, Encode, HasWriter, doppio::codecs::ReadJpegHeader, doppio::codecs::DecodeJpeg};
 
 }  // namespace
 
