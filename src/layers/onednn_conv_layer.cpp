@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/core/net.hpp"
 #include "doppio/util/memory_usage.hpp"
 
 namespace doppio {
