@@ -272,7 +272,7 @@ void DataTransformer<Dtype>::CopyWindow(const Pixels<Src>& pixels, int channels,
   const int out_h = window.height, out_w = window.width;
   const Dtype scale = static_cast<Dtype>(param_.scale());
   const int num_values = param_.mean_value_size();
-  const std::size_t plane = static_cast<std::size_t>(out_h) * out_w;
+  const std::ptrdiff_t plane = static_cast<std::ptrdiff_t>(out_h) * out_w;
   // Mirroring writes each row backwards.
   const std::ptrdiff_t step = mirror ? -1 : 1;
   const std::size_t col = pixels.col;
@@ -347,7 +347,7 @@ void DataTransformer<Dtype>::ResizeWindow(const Pixels<Src>& pixels, int channel
   const std::vector<Tap> down = taps(y, h, rows, pixels.row);
   const Dtype scale = static_cast<Dtype>(param_.scale());
   const int num_values = param_.mean_value_size();
-  const std::size_t plane = static_cast<std::size_t>(size) * size;
+  const std::ptrdiff_t plane = static_cast<std::ptrdiff_t>(size) * size;
   const std::ptrdiff_t step = mirror ? -1 : 1;
   // The channels of a pixel share its taps: up to kPixelChannels of them are done together.
   for (int first_channel = 0; first_channel < channels; first_channel += kPixelChannels) {
