@@ -248,6 +248,29 @@ GpuContext::GpuContext(int device, const GpuOptions& options) : device_(device),
   }
   LOG(INFO) << "Using " << Describe() << (options_.tf32_conv ? ", TF32 convolutions" : "")
             << (options_.tf32_gemm ? ", TF32 GEMMs" : "");
+  if (options_.conv_algo == ConvAlgoSearch::kMeasure && !options_.conv_algo_cache.empty()) {
+    conv_algo_cache_ = std::make_unique<ConvAlgoCache>(options_.conv_algo_cache, DeviceKey());
+    LOG(INFO) << "cuDNN convolution algorithms measured once per shape, kept in "
+              << options_.conv_algo_cache << " (" << conv_algo_cache_->size() << " known)";
+  }
+}
+
+std::string GpuContext::DeviceKey() const {
+  std::ostringstream key;
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device_) == cudaSuccess) {
+    key << prop.name << " sm_" << prop.major << prop.minor;
+  } else {
+    cudaGetLastError();
+    key << "device " << device_;
+  }
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) cudaGetLastError();
+  key << " driver " << driver;
+#ifdef DOPPIO_WITH_CUDNN
+  key << " cudnn " << cudnnGetVersion();
+#endif
+  return key.str();
 }
 
 GpuContext::~GpuContext() {
@@ -321,6 +344,7 @@ GpuContext::GpuContext(int device, const GpuOptions& options)
     : device_(device), options_(options) {}
 GpuContext::~GpuContext() = default;
 std::string GpuContext::Describe() const { return "GPU " + std::to_string(device_); }
+std::string GpuContext::DeviceKey() const { return Describe(); }
 std::string GpuContext::pci_bus_id() const {
   DOPPIO_FAIL() << "GPU " << device_ << ": " << GpuUnavailableReason();
 }

@@ -3,9 +3,13 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <type_traits>
 
 #include "doppio/core/layer_kernels.cuh"
+#include "doppio/device/conv_algo_cache.hpp"
 #include "doppio/layers/cudnn_conv_layer.hpp"
 #include "doppio/util/math_functions.hpp"
 
@@ -58,7 +62,30 @@ const Perf* Pick(const Perf* perf, int returned, std::size_t limit, bool fma_onl
   }
   return nullptr;
 }
+
+// With --cudnn_algo=measure and a cache file: the choice measured for `key` before.
+std::optional<ConvAlgoCache::Choice> CachedChoice(GpuContext& gpu, const std::string& key) {
+  ConvAlgoCache* cache = gpu.conv_algo_cache();
+  return cache ? cache->Find(key) : std::nullopt;
+}
+
+void RememberChoice(GpuContext& gpu, const std::string& key, int algo, int math) {
+  if (ConvAlgoCache* cache = gpu.conv_algo_cache()) cache->Add(key, {algo, math});
+}
 }  // namespace
+
+template <typename Dtype>
+std::string CudnnConvolutionLayer<Dtype>::ProblemKey(const char* direction) const {
+  std::ostringstream key;
+  key << direction << ":" << (std::is_same<Dtype, float>::value ? "f32" : "f64") << ":n"
+      << this->num_ << "c" << this->channels_ << "h" << this->input_shape_[0] << "w"
+      << this->input_shape_[1] << ":k" << this->num_output_ << "x" << this->kernel_h_ << "x"
+      << this->kernel_w_ << "p" << this->pad_h_ << "," << this->pad_w_ << "s" << this->stride_h_
+      << "," << this->stride_w_ << "d" << this->dilation_h_ << "," << this->dilation_w_ << "g"
+      << this->group_ << ":math" << BaseMathType() << ":ws"
+      << this->gpu().options().conv_workspace_limit;
+  return key.str();
+}
 
 template <typename Dtype>
 cudnnMathType_t CudnnConvolutionLayer<Dtype>::BaseMathType() const {
@@ -104,27 +131,39 @@ void CudnnConvolutionLayer<Dtype>::Prepare(const BlobVec& bottom, const BlobVec&
 
   const GpuOptions& options = gpu.options();
   const bool fma_only = base == CUDNN_FMA_MATH;
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int returned = 0;
+  const std::string fwd_key = ProblemKey("fwd");
   std::size_t limit = options.conv_workspace_limit;
-  if (options.conv_algo == ConvAlgoSearch::kMeasure) {
-    SearchScratch output(gpu, sizeof(Dtype) * static_cast<std::size_t>(top[0]->count()));
-    SearchScratch workspace = SearchScratch::Workspace(gpu, limit);
-    limit = workspace.bytes();
-    DOPPIO_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-        handle, bottom_desc_.get(), bottom[0]->gpu_data(gpu), filter_desc_,
-        AlignedParam(0, &aligned_weight_), fwd_conv_, top_desc_.get(), output.get(),
-        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace.get(), workspace.bytes()));
+  if (const auto cached = CachedChoice(gpu, fwd_key)) {
+    fwd_algo_ = static_cast<cudnnConvolutionFwdAlgo_t>(cached->algo);
+    DOPPIO_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(fwd_conv_, static_cast<cudnnMathType_t>(cached->math)));
   } else {
-    DOPPIO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-        handle, bottom_desc_.get(), filter_desc_, fwd_conv_, top_desc_.get(),
-        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
-  }
-  if (const auto* pick = Pick(perf, returned, limit, fma_only)) {
-    fwd_algo_ = pick->algo;
-    DOPPIO_CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_conv_, pick->mathType));
-  } else {
-    fwd_algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;  // needs no workspace
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int returned = 0;
+    const bool measure = options.conv_algo == ConvAlgoSearch::kMeasure;
+    if (measure) {
+      SearchScratch output(gpu, sizeof(Dtype) * static_cast<std::size_t>(top[0]->count()));
+      SearchScratch workspace = SearchScratch::Workspace(gpu, limit);
+      limit = workspace.bytes();
+      DOPPIO_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+          handle, bottom_desc_.get(), bottom[0]->gpu_data(gpu), filter_desc_,
+          AlignedParam(0, &aligned_weight_), fwd_conv_, top_desc_.get(), output.get(),
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace.get(), workspace.bytes()));
+    } else {
+      DOPPIO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+          handle, bottom_desc_.get(), filter_desc_, fwd_conv_, top_desc_.get(),
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
+    }
+    if (const auto* pick = Pick(perf, returned, limit, fma_only)) {
+      fwd_algo_ = pick->algo;
+      DOPPIO_CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_conv_, pick->mathType));
+      if (measure) RememberChoice(gpu, fwd_key, pick->algo, pick->mathType);
+    } else {
+      fwd_algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;  // needs no workspace
+      LOG(WARNING) << this->Describe() << ": no cuDNN forward algorithm fits the workspace "
+                   << "limit of " << limit << " bytes (--cudnn_workspace_mb); it runs the "
+                   << "implicit GEMM, which needs none";
+    }
   }
   DOPPIO_CUDNN_CHECK(
       cudnnGetConvolutionForwardWorkspaceSize(handle, bottom_desc_.get(), filter_desc_, fwd_conv_,
@@ -146,28 +185,39 @@ void CudnnConvolutionLayer<Dtype>::PrepareBackward(const BlobVec& bottom, const 
 
   // Gradient with respect to the input.
   {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int returned = 0;
+    const std::string key = ProblemKey("bwd_data");
     std::size_t limit = options.conv_workspace_limit;
-    if (measure) {
-      SearchScratch dx(gpu, sizeof(Dtype) * static_cast<std::size_t>(bottom[0]->count()));
-      SearchScratch workspace = SearchScratch::Workspace(gpu, limit);
-      limit = workspace.bytes();
-      DOPPIO_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          handle, filter_desc_, AlignedParam(0, &aligned_weight_), top_desc_.get(),
-          top[0]->gpu_diff(gpu), bwd_data_conv_, bottom_desc_.get(), dx.get(),
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, workspace.get(),
-          workspace.bytes()));
+    if (const auto cached = CachedChoice(gpu, key)) {
+      bwd_data_algo_ = static_cast<cudnnConvolutionBwdDataAlgo_t>(cached->algo);
+      DOPPIO_CUDNN_CHECK(
+          cudnnSetConvolutionMathType(bwd_data_conv_, static_cast<cudnnMathType_t>(cached->math)));
     } else {
-      DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          handle, filter_desc_, top_desc_.get(), bwd_data_conv_, bottom_desc_.get(),
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
-    }
-    if (const auto* pick = Pick(perf, returned, limit, fma_only)) {
-      bwd_data_algo_ = pick->algo;
-      DOPPIO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_data_conv_, pick->mathType));
-    } else {
-      bwd_data_algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      int returned = 0;
+      if (measure) {
+        SearchScratch dx(gpu, sizeof(Dtype) * static_cast<std::size_t>(bottom[0]->count()));
+        SearchScratch workspace = SearchScratch::Workspace(gpu, limit);
+        limit = workspace.bytes();
+        DOPPIO_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            handle, filter_desc_, AlignedParam(0, &aligned_weight_), top_desc_.get(),
+            top[0]->gpu_diff(gpu), bwd_data_conv_, bottom_desc_.get(), dx.get(),
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, workspace.get(),
+            workspace.bytes()));
+      } else {
+        DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            handle, filter_desc_, top_desc_.get(), bwd_data_conv_, bottom_desc_.get(),
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
+      }
+      if (const auto* pick = Pick(perf, returned, limit, fma_only)) {
+        bwd_data_algo_ = pick->algo;
+        DOPPIO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_data_conv_, pick->mathType));
+        if (measure) RememberChoice(gpu, key, pick->algo, pick->mathType);
+      } else {
+        bwd_data_algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+        LOG(WARNING) << this->Describe() << ": no cuDNN backward-data algorithm fits the "
+                     << "workspace limit of " << limit << " bytes (--cudnn_workspace_mb); it "
+                     << "runs algorithm 0, which needs none";
+      }
     }
     DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
         handle, filter_desc_, top_desc_.get(), bwd_data_conv_, bottom_desc_.get(), bwd_data_algo_,
@@ -176,28 +226,39 @@ void CudnnConvolutionLayer<Dtype>::PrepareBackward(const BlobVec& bottom, const 
   // Gradient with respect to the weights (the search writes into scratch, never into the
   // accumulating weight diff).
   {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    int returned = 0;
+    const std::string key = ProblemKey("bwd_filter");
     std::size_t limit = options.conv_workspace_limit;
-    if (measure) {
-      SearchScratch dw(gpu, sizeof(Dtype) * static_cast<std::size_t>(this->blobs_[0]->count()));
-      SearchScratch workspace = SearchScratch::Workspace(gpu, limit);
-      limit = workspace.bytes();
-      DOPPIO_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-          handle, bottom_desc_.get(), bottom[0]->gpu_data(gpu), top_desc_.get(),
-          top[0]->gpu_diff(gpu), bwd_filter_conv_, filter_desc_, dw.get(),
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf, workspace.get(),
-          workspace.bytes()));
+    if (const auto cached = CachedChoice(gpu, key)) {
+      bwd_filter_algo_ = static_cast<cudnnConvolutionBwdFilterAlgo_t>(cached->algo);
+      DOPPIO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_conv_,
+                                                     static_cast<cudnnMathType_t>(cached->math)));
     } else {
-      DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          handle, bottom_desc_.get(), top_desc_.get(), bwd_filter_conv_, filter_desc_,
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
-    }
-    if (const auto* pick = Pick(perf, returned, limit, fma_only)) {
-      bwd_filter_algo_ = pick->algo;
-      DOPPIO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_conv_, pick->mathType));
-    } else {
-      bwd_filter_algo_ = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      int returned = 0;
+      if (measure) {
+        SearchScratch dw(gpu, sizeof(Dtype) * static_cast<std::size_t>(this->blobs_[0]->count()));
+        SearchScratch workspace = SearchScratch::Workspace(gpu, limit);
+        limit = workspace.bytes();
+        DOPPIO_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            handle, bottom_desc_.get(), bottom[0]->gpu_data(gpu), top_desc_.get(),
+            top[0]->gpu_diff(gpu), bwd_filter_conv_, filter_desc_, dw.get(),
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf, workspace.get(),
+            workspace.bytes()));
+      } else {
+        DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            handle, bottom_desc_.get(), top_desc_.get(), bwd_filter_conv_, filter_desc_,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
+      }
+      if (const auto* pick = Pick(perf, returned, limit, fma_only)) {
+        bwd_filter_algo_ = pick->algo;
+        DOPPIO_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_conv_, pick->mathType));
+        if (measure) RememberChoice(gpu, key, pick->algo, pick->mathType);
+      } else {
+        bwd_filter_algo_ = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+        LOG(WARNING) << this->Describe() << ": no cuDNN backward-filter algorithm fits the "
+                     << "workspace limit of " << limit << " bytes (--cudnn_workspace_mb); it "
+                     << "runs algorithm 0, which needs none";
+      }
     }
     DOPPIO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
         handle, bottom_desc_.get(), top_desc_.get(), bwd_filter_conv_, filter_desc_,

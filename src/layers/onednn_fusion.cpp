@@ -37,24 +37,7 @@ void OnednnReLUInPlace(const dnnl::memory& memory, float negative_slope) {
   for (std::size_t i = 0; i < count; ++i) y[i] = ReLUValue(y[i], negative_slope);
 }
 
-void OnednnFusionGuest::CheckHostRan(const std::string& guest) {
-  DOPPIO_ENSURE(host_->forwards() != seen_forwards_)
-      << guest << " runs inside " << host_name_ << " (oneDNN fusion), whose Forward has not run "
-      << "since this layer's last: a forward pass must start at " << host_name_
-      << " or before it (Net::ForwardFromTo), not between the two";
-  seen_forwards_ = host_->forwards();
-}
-
 namespace {
-
-// The first layer after `layer_id` that reads `blob`, or -1.
-int FirstReader(const Net<float>& net, int layer_id, const Blob<float>* blob) {
-  const auto& bottoms = net.bottom_vecs();
-  for (int j = layer_id + 1; j < static_cast<int>(bottoms.size()); ++j) {
-    if (std::find(bottoms[j].begin(), bottoms[j].end(), blob) != bottoms[j].end()) return j;
-  }
-  return -1;
-}
 
 // Fuses where the result is exactly the unfused one, forward and backward, in TEST and TRAIN:
 // - the ReLU is the first layer to read the layer's only top, and runs in place on it, so
@@ -83,13 +66,6 @@ void FuseReLUPostOps(const Net<float>& net) {
     LOG(INFO) << "oneDNN fuses " << relu->Describe() << " into " << layers[i]->Describe()
               << " (eltwise_relu post-op)";
   }
-}
-
-// Whether layer `j` runs in place on `blob` alone.
-bool InPlaceOn(const Net<float>& net, int j, const Blob<float>* blob) {
-  const auto& bottom = net.bottom_vecs()[j];
-  const auto& top = net.top_vecs()[j];
-  return bottom.size() == 1 && top.size() == 1 && bottom[0] == blob && top[0] == blob;
 }
 
 // Fuses where the fused primitive computes what the layers would, forward and backward:

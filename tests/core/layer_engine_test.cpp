@@ -113,6 +113,11 @@ TEST(LayerEngineTest, GpuModePrefersCudnnWhereItApplies) {
                 Param("type: 'Pooling' pooling_param { pool: AVE kernel_size: 2 }"), Mode::GPU),
             "CUDNN");
   EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'LRN'"), Mode::GPU), "CUDNN");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'BatchNorm'"), Mode::GPU), "CUDNN");
+  EXPECT_EQ(LayerRegistry<double>::ChooseEngine(Param("type: 'Scale'"), Mode::GPU), "CUDNN");
+  EXPECT_EQ(LayerRegistry<float>::ChooseEngine(
+                Param("type: 'BatchNorm' batch_norm_param { engine: CAFFE }"), Mode::GPU),
+            "CAFFE");
   // Types without a cuDNN engine, and configurations cuDNN cannot run.
   EXPECT_EQ(LayerRegistry<float>::ChooseEngine(Param("type: 'Deconvolution'"), Mode::GPU), "CAFFE");
   EXPECT_EQ(LayerRegistry<float>::ChooseEngine(

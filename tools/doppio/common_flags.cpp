@@ -28,6 +28,10 @@ DEFINE_bool(tf32_gemm, false,
 DEFINE_string(cudnn_algo, "heuristic",
               "GPU: how cuDNN convolutions pick algorithms: 'heuristic' (cuDNN's heuristics) "
               "or 'measure' (time each candidate once per input shape).");
+DEFINE_string(cudnn_algo_cache, "auto",
+              "GPU, with --cudnn_algo=measure: the file the measured algorithms are kept in, so "
+              "that later runs skip the search; 'auto': $XDG_CACHE_HOME/doppio/"
+              "cudnn_conv_algos.txt (~/.cache/doppio/ without it); '': none.");
 DEFINE_int32(cudnn_workspace_mb, 1024,
              "GPU: the most scratch memory (MB) one cuDNN convolution may use.");
 DEFINE_bool(onednn_winograd, true,
@@ -85,6 +89,24 @@ std::vector<int> GpusFromFlag() {
   return request.ids;
 }
 
+namespace {
+// --cudnn_algo_cache's file: 'auto' is the user's cache folder (XDG's base directories).
+std::string ConvAlgoCachePath(const std::string& flag) {
+  if (flag != "auto") return flag;
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  std::string folder;
+  if (xdg != nullptr && xdg[0] == '/') {
+    folder = xdg;
+  } else if (home != nullptr && home[0] != '\0') {
+    folder = std::string(home) + "/.cache";
+  } else {
+    return "";  // nowhere to keep it: measure every run
+  }
+  return folder + "/doppio/cudnn_conv_algos.txt";
+}
+}  // namespace
+
 std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local) {
   if (GpusFromFlag().empty()) return nullptr;
   GpuOptions options;
@@ -101,6 +123,7 @@ std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local) {
   DOPPIO_ENSURE(FLAGS_cudnn_workspace_mb >= 0)
       << "--cudnn_workspace_mb must be >= 0, not " << FLAGS_cudnn_workspace_mb;
   options.conv_workspace_limit = static_cast<std::size_t>(FLAGS_cudnn_workspace_mb) << 20;
+  options.conv_algo_cache = ConvAlgoCachePath(FLAGS_cudnn_algo_cache);
   const GpuRequest request = ParseGpuRequest(FLAGS_gpu);
   const int count = GpuDeviceCount();
   if (request.all) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,54 @@ class LayerFusions {
     std::vector<Pass> passes;
   };
   static std::vector<EngineList>& Lists();
+};
+
+// The graph questions every pass asks. The first layer after `layer_id` that reads `blob`, or
+// -1.
+template <typename Dtype>
+int FirstReader(const Net<Dtype>& net, int layer_id, const Blob<Dtype>* blob);
+// Whether layer `layer_id` runs in place on `blob` alone (one bottom, one top, both `blob`).
+template <typename Dtype>
+bool InPlaceOn(const Net<Dtype>& net, int layer_id, const Blob<Dtype>* blob);
+
+// A layer that computes, inside its own Forward (and Backward), what one or more later layers,
+// its guests, would compute; the guests' own calls then do nothing. It counts its Forwards, so
+// that a guest can tell whether its host ran before it.
+class FusionHost {
+ public:
+  virtual ~FusionHost() = default;
+  std::uint64_t forwards() const { return forwards_; }
+
+ protected:
+  void CountForward() { ++forwards_; }
+
+ private:
+  std::uint64_t forwards_ = 0;
+};
+
+// A layer whose Forward its host computes. Net::ForwardFromTo starting at a guest (or between
+// its host and it) would leave its top as the host last wrote it, not as the guest would have
+// computed it from what its bottom holds now: the guest's Forward refuses that (CheckHostRan).
+class FusionGuest {
+ public:
+  virtual ~FusionGuest() = default;
+  void FuseInto(const FusionHost& host, const std::string& host_name) {
+    host_ = &host;
+    host_name_ = host_name;
+    seen_forwards_ = host.forwards();
+  }
+  bool fused() const { return host_ != nullptr; }
+
+ protected:
+  // Throws Error naming `guest` (the layer's Describe()) and its host unless the host ran its
+  // Forward since this guest's last one.
+  void CheckHostRan(const std::string& guest);
+  const FusionHost& host() const { return *host_; }
+
+ private:
+  const FusionHost* host_ = nullptr;
+  std::string host_name_;
+  std::uint64_t seen_forwards_ = 0;
 };
 
 template <typename Dtype>

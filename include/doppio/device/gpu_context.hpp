@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "doppio/device/conv_algo_cache.hpp"
+
 #ifdef DOPPIO_WITH_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -31,6 +33,9 @@ struct GpuOptions {
   ConvAlgoSearch conv_algo = ConvAlgoSearch::kHeuristic;
   // The most device memory one cuDNN convolution call may use as scratch.
   std::size_t conv_workspace_limit = std::size_t(1) << 30;
+  // With kMeasure: the file the measured choices are kept in (ConvAlgoCache), so that later
+  // runs and the other ranks of a node skip the search; empty: measure every run.
+  std::string conv_algo_cache;
 };
 
 // The number of CUDA devices this process can use: 0 in a build without CUDA, without a
@@ -130,6 +135,12 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   void* Workspace(std::size_t bytes);
   std::size_t workspace_size() const { return workspace_size_; }
 #endif
+  // The measured convolution algorithms (GpuOptions::conv_algo_cache, keyed by this device,
+  // its driver and cuDNN); null unless the options measure and name a file.
+  ConvAlgoCache* conv_algo_cache() { return conv_algo_cache_.get(); }
+  // "NVIDIA H100 80GB HBM3 sm_90 driver 13000 cudnn 91000": what a measurement depends on
+  // besides the problem.
+  std::string DeviceKey() const;
 
  private:
   GpuContext(int device, const GpuOptions& options);
@@ -147,6 +158,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   void* workspace_ = nullptr;
   std::size_t workspace_size_ = 0;
 #endif
+  std::unique_ptr<ConvAlgoCache> conv_algo_cache_;
 };
 
 }  // namespace doppio

@@ -27,6 +27,8 @@ class BatchNormLayer : public Layer<Dtype> {
   const char* type() const override { return "BatchNorm"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  // Whether Forward normalizes with the stored statistics (known from LayerSetUp).
+  bool use_global_stats() const { return use_global_stats_; }
   // With batch statistics, x_norm_: the output as Forward wrote it.
   const Blob<Dtype>* KeptTopCopy(int top_index) const override {
     return use_global_stats_ ? nullptr : &x_norm_;

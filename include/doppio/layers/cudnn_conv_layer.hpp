@@ -5,6 +5,7 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "doppio/device/cudnn.hpp"
@@ -15,7 +16,8 @@ namespace doppio {
 // Convolution on cuDNN (engine CUDNN, the default on the GPU). Each direction is one cuDNN
 // call for the whole batch and every group. Algorithms are chosen per input shape, by
 // cuDNN's heuristics or by timing each candidate once (GpuOptions::conv_algo), among those
-// whose scratch fits GpuOptions::conv_workspace_limit; float32 may use TF32 tensor cores
+// whose scratch fits GpuOptions::conv_workspace_limit (measured choices kept in the context's
+// ConvAlgoCache file, so that later runs skip the search); float32 may use TF32 tensor cores
 // when GpuOptions::tf32_conv. On the CPU it is the CAFFE ConvolutionLayer.
 template <typename Dtype>
 class CudnnConvolutionLayer : public ConvolutionLayer<Dtype> {
@@ -37,6 +39,9 @@ class CudnnConvolutionLayer : public ConvolutionLayer<Dtype> {
   void SetConvolution(cudnnConvolutionDescriptor_t desc, cudnnMathType_t math);
   // The math type the options allow for Dtype, and whether an algorithm's is acceptable.
   cudnnMathType_t BaseMathType() const;
+  // The algorithm cache's key for `direction` ("fwd", "bwd_data", "bwd_filter") at the
+  // prepared shapes: everything the choice depends on.
+  std::string ProblemKey(const char* direction) const;
 
   // Parameters live in the net's arena, packed back to back, so their device pointers may
   // lack the 16-byte alignment some cuDNN kernels need; then cuDNN works on aligned copies.

@@ -7,27 +7,21 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <cstdint>
-#include <string>
+#include "doppio/core/layer_fusion.hpp"
 
 namespace doppio {
 
-// A layer that computes later layers' Forward in its own counts its Forwards, so that a guest
-// can tell whether its host ran before it, and says whether it ran its fused ReLU as Caffe's
-// kernel (below), so that the ReLU's Backward follows Caffe's kernel too.
-class OnednnFusionHost {
+// A host (core/layer_fusion.hpp) that says whether it ran its fused ReLU as Caffe's kernel
+// (below), so that the ReLU's Backward follows Caffe's kernel too.
+class OnednnFusionHost : public FusionHost {
  public:
-  virtual ~OnednnFusionHost() = default;
-  std::uint64_t forwards() const { return forwards_; }
   // Whether the last Forward computed the fused ReLU with Caffe's kernel.
   bool ran_caffe_relu() const { return caffe_relu_; }
 
  protected:
-  void CountForward() { ++forwards_; }
   void SetRanCaffeReLU(bool caffe) { caffe_relu_ = caffe; }
 
  private:
-  std::uint64_t forwards_ = 0;
   bool caffe_relu_ = false;
 };
 
@@ -46,30 +40,13 @@ bool OnednnBoundStaysFinite(double bound);
 // padding included).
 void OnednnReLUInPlace(const dnnl::memory& memory, float negative_slope);
 
-// A layer whose Forward its host computes. Net::ForwardFromTo starting at a guest (or between
-// its host and it) would leave its top as the host last wrote it, not as the guest would have
-// computed it from what its bottom holds now: the guest's Forward refuses that (CheckHostRan).
-class OnednnFusionGuest {
- public:
-  virtual ~OnednnFusionGuest() = default;
-  void FuseInto(const OnednnFusionHost& host, const std::string& host_name) {
-    host_ = &host;
-    host_name_ = host_name;
-    seen_forwards_ = host.forwards();
-  }
-  bool fused() const { return host_ != nullptr; }
-
+// A guest of a oneDNN host.
+class OnednnFusionGuest : public FusionGuest {
  protected:
-  // Throws Error naming `guest` (the layer's Describe()) and its host unless the host ran its
-  // Forward since this guest's last one.
-  void CheckHostRan(const std::string& guest);
   // Whether the host's last Forward computed this guest's ReLU with Caffe's kernel.
-  bool HostRanCaffeReLU() const { return host_->ran_caffe_relu(); }
-
- private:
-  const OnednnFusionHost* host_ = nullptr;
-  std::string host_name_;
-  std::uint64_t seen_forwards_ = 0;
+  bool HostRanCaffeReLU() const {
+    return dynamic_cast<const OnednnFusionHost&>(host()).ran_caffe_relu();
+  }
 };
 
 // A layer that can compute the ReLU after it in its own Forward: as its primitive's

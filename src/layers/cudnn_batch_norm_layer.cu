@@ -1,0 +1,107 @@
+#ifdef DOPPIO_WITH_CUDNN
+
+#include "doppio/core/layer_kernels.cuh"
+#include "doppio/layers/cudnn_batch_norm_layer.hpp"
+
+namespace doppio {
+
+namespace {
+// Caffe's running sums from the batch's mean and unbiased variance: factor <- maf * factor + 1,
+// mean_sum <- maf * mean_sum + mean, var_sum <- maf * var_sum + var.
+template <typename Dtype>
+__global__ void AddToRunningSums(int channels, Dtype maf, const Dtype* mean, const Dtype* var,
+                                 Dtype* mean_sum, Dtype* var_sum, Dtype* factor) {
+  DOPPIO_KERNEL_LOOP(c, channels) {
+    mean_sum[c] = maf * mean_sum[c] + mean[c];
+    var_sum[c] = maf * var_sum[c] + var[c];
+    if (c == 0) factor[0] = maf * factor[0] + 1;
+  }
+}
+
+// PyTorch's choice in NCHW: the persistent mode "imposes some limits on the range of values"
+// (cudnn_ops.h) and gains little outside NHWC.
+constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
+}  // namespace
+
+template <typename Dtype>
+void CudnnBatchNormLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+  CountForward();
+  if (!keeps_input()) {
+    BatchNormLayer<Dtype>::Forward_gpu(bottom, top);
+    return;
+  }
+  GpuContext& gpu = this->gpu();
+  const int C = this->channels_;
+  const int S = this->spatial_dim_;
+  DOPPIO_ENSURE(this->num_ * S > 1)
+      << this->Describe() << ": cuDNN's batch normalization needs more than one value per "
+      << "channel in a batch, the input " << bottom[0]->shape_string() << " has one; use "
+      << "batch_norm_param { engine: CAFFE }";
+  data_desc_.Set4d<Dtype>(this->num_, C, S, 1);
+  param_desc_.Set4d<Dtype>(1, C, 1, 1);
+  PrepareGammaBeta();
+  const Dtype* x = bottom[0]->gpu_data(gpu);
+  if (in_place_) {
+    // The net exchanged the blob's buffer for the kept one (the input is there), or copies.
+    Dtype* kept = static_cast<Dtype*>(this->kept()->mutable_gpu_data(gpu));
+    if (!this->TakeExchanged()) gpu_copy(gpu, bottom[0]->count(), x, kept);
+    x = kept;
+  }
+  const Dtype* gamma = gamma_beta_.gpu_data(gpu);
+  // Factor 1: cuDNN's "running" mean and variance are the batch's own (unbiased variance).
+  DOPPIO_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+      gpu.cudnn(), kMode, CudnnScalar<Dtype>::one(), CudnnScalar<Dtype>::zero(), data_desc_.get(),
+      x, data_desc_.get(), top[0]->mutable_gpu_data(gpu), param_desc_.get(), gamma, gamma + C, 1.0,
+      batch_mean_.mutable_gpu_data(gpu), batch_var_.mutable_gpu_data(gpu), double(this->eps_),
+      saved_mean_.mutable_gpu_data(gpu), saved_inv_std_.mutable_gpu_data(gpu)));
+  LaunchKernel("AddToRunningSums", gpu, C, AddToRunningSums<Dtype>, C,
+               this->moving_average_fraction_, batch_mean_.gpu_data(gpu), batch_var_.gpu_data(gpu),
+               this->blobs_[0]->mutable_gpu_data(gpu), this->blobs_[1]->mutable_gpu_data(gpu),
+               this->blobs_[2]->mutable_gpu_data(gpu));
+}
+
+template <typename Dtype>
+void CudnnBatchNormLayer<Dtype>::Backward_gpu(const BlobVec& top,
+                                              const std::vector<bool>& propagate_down,
+                                              const BlobVec& bottom) {
+  if (!keeps_input()) {
+    BatchNormLayer<Dtype>::Backward_gpu(top, propagate_down, bottom);
+    return;
+  }
+  const bool scale_grad = fused() && scale_layer_->param_propagate_down(0);
+  const bool bias_grad = fused() && bias_param_ >= 0 && scale_layer_->param_propagate_down(1);
+  if (!propagate_down[0] && !scale_grad && !bias_grad) return;
+  GpuContext& gpu = this->gpu();
+  const int C = this->channels_;
+  const int count = bottom[0]->count();
+  const Dtype* x =
+      in_place_ ? static_cast<const Dtype*>(this->kept()->gpu_data(gpu)) : bottom[0]->gpu_data(gpu);
+  const Dtype* dy = top[0]->gpu_diff(gpu);
+  // In place dy is the bottom's diff too: the gradient goes to scratch, then over it. Without
+  // propagate_down the scratch takes what nothing reads.
+  const bool direct = propagate_down[0] && !in_place_;
+  Dtype* dx = direct ? bottom[0]->mutable_gpu_diff(gpu)
+                     : static_cast<Dtype*>(gpu.Workspace(count * sizeof(Dtype)));
+  Dtype* dgamma = gamma_beta_diff_.mutable_gpu_data(gpu);
+  DOPPIO_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+      gpu.cudnn(), kMode, CudnnScalar<Dtype>::one(), CudnnScalar<Dtype>::zero(),
+      CudnnScalar<Dtype>::one(), CudnnScalar<Dtype>::zero(), data_desc_.get(), x, data_desc_.get(),
+      dy, data_desc_.get(), dx, param_desc_.get(), gamma_beta_.gpu_data(gpu), dgamma, dgamma + C,
+      double(this->eps_), saved_mean_.gpu_data(gpu), saved_inv_std_.gpu_data(gpu)));
+  if (propagate_down[0] && in_place_)
+    gpu_copy(gpu, count, static_cast<const Dtype*>(dx), bottom[0]->mutable_gpu_diff(gpu));
+  const auto& params = fused() ? scale_layer_->blobs() : this->blobs_;
+  if (scale_grad) {
+    gpu_axpy(gpu, C, Dtype(1), static_cast<const Dtype*>(dgamma), params[0]->mutable_gpu_diff(gpu));
+  }
+  if (bias_grad) {
+    gpu_axpy(gpu, C, Dtype(1), static_cast<const Dtype*>(dgamma + C),
+             params[bias_param_]->mutable_gpu_diff(gpu));
+  }
+}
+
+DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(CudnnBatchNormLayer);
+
+}  // namespace doppio
+
+#endif  // DOPPIO_WITH_CUDNN
