@@ -267,6 +267,12 @@ cudaError_t cudaSetDevice(int device) {
   return cudaSuccess;
 }
 
+// There is no driver: version 0.
+cudaError_t cudaDriverGetVersion(int* version) {
+  *version = 0;
+  return cudaSuccess;
+}
+
 cudaError_t cudaGetDevice(int* device) {
   *device = doppio_emulation::current_device;
   return cudaSuccess;

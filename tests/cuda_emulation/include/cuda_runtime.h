@@ -122,6 +122,7 @@ const char* cudaGetErrorName(cudaError_t error);
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 
+cudaError_t cudaDriverGetVersion(int* version);
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int* device);
