@@ -4,8 +4,11 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "doppio/solvers/larc.hpp"
+#include "doppio/solvers/sgd_one_pass.hpp"
 #include "doppio/solvers/sgd_solvers.hpp"
 #include "doppio/solvers/solver_registry.hpp"
 #include "doppio/util/math_functions.hpp"
@@ -27,12 +30,21 @@ SGDSolver<Dtype>::SGDSolver(const SolverParameter& param, std::shared_ptr<GpuCon
 
 template <typename Dtype>
 void SGDSolver<Dtype>::AddHistorySet() {
-  for (const auto* blob : this->net_->learnable_params()) {
-    auto history = std::make_shared<Blob<Dtype>>(blob->shape());
-    const DeviceMath<Dtype> m = math();
+  // One buffer shaped like the parameter arena, each blob a view of its parameter's run, so
+  // that an update can walk weights, gradients and history in one pass.
+  const Net<Dtype>& net = *this->net_;
+  auto arena = std::make_shared<SyncedMemory>(net.arena_count() * sizeof(Dtype));
+  const DeviceMath<Dtype> m = math();
+  const auto& params = net.learnable_params();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    auto history = std::make_shared<Blob<Dtype>>(params[i]->shape());
+    history->SetDataMemory(
+        std::make_shared<SyncedMemory>(arena, net.learnable_param_offsets()[i] * sizeof(Dtype),
+                                       params[i]->count() * sizeof(Dtype)));
     m.set(history->count(), Dtype(0), m.mutable_data(history.get()));
     history_.push_back(history);
   }
+  history_arenas_.push_back(arena);
 }
 
 template <typename Dtype>
@@ -42,6 +54,7 @@ bool SGDSolver<Dtype>::ApplyUpdate() {
     LOG(INFO) << "Iteration " << this->iter_ << ", lr = " << rate;
   }
   ClipGradients();
+  if (UpdatesInOnePass()) return OnePassUpdate(rate);
   const int num_params = static_cast<int>(this->net_->learnable_params().size());
   for (int param_id = 0; param_id < num_params; ++param_id) {
     Normalize(param_id);
@@ -50,6 +63,44 @@ bool SGDSolver<Dtype>::ApplyUpdate() {
     ComputeUpdateValue(param_id, param_rate);
   }
   return this->net_->Update();
+}
+
+template <typename Dtype>
+bool SGDSolver<Dtype>::UpdatesInOnePass() const {
+  // The other methods derive from SGD but compute other steps; LARC's rates need each
+  // parameter's norms first; debug_info logs each parameter's step before Net::Update.
+  return std::string(this->type()) == "SGD" &&
+         std::none_of(larc_params_.begin(), larc_params_.end(), [](bool larc) { return larc; }) &&
+         !this->net_->debug_info();
+}
+
+template <typename Dtype>
+bool SGDSolver<Dtype>::OnePassUpdate(Dtype rate) {
+  Net<Dtype>& net = *this->net_;
+  const std::size_t num_params = net.learnable_params().size();
+  std::vector<SgdSegment<Dtype>> segments(num_params);
+  // In Dtype, as the per-parameter steps compute them.
+  const Dtype weight_decay = this->param_.weight_decay();
+  for (std::size_t i = 0; i < num_params; ++i) {
+    segments[i].end = net.learnable_param_offsets()[i] + net.learnable_params()[i]->count();
+    segments[i].rate = rate * net.params_lr()[i];
+    segments[i].decay = weight_decay * net.params_weight_decay()[i];
+  }
+  const Dtype grad_scale =
+      this->param_.iter_size() == 1 ? Dtype(1) : Dtype(1) / this->param_.iter_size();
+  const Dtype momentum = this->param_.momentum();
+  const bool l1 = this->param_.regularization_type() == "L1";
+  SyncedMemory& history = *history_arenas_[0];
+#ifdef DOPPIO_WITH_CUDA
+  if (GpuContext* gpu = net.gpu_context().get()) {
+    return gpu_sgd_one_pass(*gpu, segments, grad_scale, momentum, l1, net.mutable_arena_gpu_data(),
+                            net.mutable_arena_gpu_diff(),
+                            static_cast<Dtype*>(history.mutable_gpu_data(*gpu)));
+  }
+#endif
+  return cpu_sgd_one_pass(segments, grad_scale, momentum, l1, net.mutable_arena_data(),
+                          net.mutable_arena_diff(),
+                          static_cast<Dtype*>(history.mutable_cpu_data()));
 }
 
 template <typename Dtype>

@@ -65,8 +65,8 @@ TEST(ConvAlgoCacheTest, AnotherDevicesFileIsIgnoredAndRewritten) {
 TEST(ConvAlgoCacheTest, CorruptFilesAreIgnoredWithTheReason) {
   TempDir dir;
   const std::string path = dir.path() + "/algos.txt";
-  const std::string header = "doppio cudnn convolution algorithms 1\ndevice " +
-                             std::string(kH100) + "\n";
+  const std::string header =
+      "doppio cudnn convolution algorithms 1\ndevice " + std::string(kH100) + "\n";
   const struct {
     std::string text;
     std::string reason;

@@ -29,6 +29,11 @@ class SGDSolver : public Solver<Dtype> {
   void CheckSolverState(const SolverState& state, const std::string& origin) const override;
   void RestoreSolverState(const SolverState& state) override;
 
+  // Whether the step is plain momentum SGD over the whole arena, done by OnePassUpdate
+  // (solvers/sgd_one_pass.hpp) instead of per parameter; then returns whether the weights
+  // stay finite, as Net::Update.
+  bool UpdatesInOnePass() const;
+  bool OnePassUpdate(Dtype rate);
   void ClipGradients();
   void Normalize(int param_id);
   void Regularize(int param_id);
@@ -43,6 +48,8 @@ class SGDSolver : public Solver<Dtype> {
   // history_[k * n + i] is the k-th state blob of learnable parameter i (n parameters), in
   // arena order as the update runs; .solverstate files hold it in Caffe's order.
   std::vector<std::shared_ptr<Blob<Dtype>>> history_;
+  // Each set's buffer, shaped like the parameter arena: history_'s blobs are views of it.
+  std::vector<std::shared_ptr<SyncedMemory>> history_arenas_;
   // The math and blob access on the side the net runs on.
   DeviceMath<Dtype> math() const { return DeviceMath<Dtype>(this->net_->gpu_context().get()); }
 
