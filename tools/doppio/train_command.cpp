@@ -15,6 +15,7 @@
 
 #include "command.hpp"
 #include "common_flags.hpp"
+#include "doppio/core/activation_sharing.hpp"
 #include "doppio/parallel/distributed_solver.hpp"
 #include "doppio/parallel/gpu_selection.hpp"
 #include "doppio/parallel/mpi_communicator.hpp"
@@ -223,6 +224,9 @@ ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   DistributedSolver<float> trainer(solver_param, comm, options, ToolFaultInjection());
   trainer.SetActionFunction(signal_handler.GetActionFunction());
   trainer.solver()->set_allow_nonfinite(FLAGS_allow_nonfinite);
+  // Nothing reads the train net's activation gradients after its Backward (pycaffe's solvers,
+  // whose users may, keep them apart).
+  ShareDiffMemory(trainer.solver()->net().get());
   if (!resume_file.empty()) LOG(INFO) << "Resuming from " << resume_file;
   LOG(INFO) << "Starting Optimization";
   trainer.Solve(resume_file);

@@ -23,4 +23,18 @@ namespace doppio {
 template <typename Dtype>
 std::size_t ShareActivationMemory(Net<Dtype>* net, const std::vector<std::string>& keep = {});
 
+// The training-time sibling: the gradients (diffs) of a net's activations share memory where
+// they are not alive at once in Backward, which Caffe does not do. A diff lives from the first
+// layer in backward order that writes it (a consumer propagating to it) to the last that reads
+// it (its producer); after Backward only the parameters' gradients (the arena, not touched)
+// and the diffs kept apart hold their values: the net's inputs and outputs, the tops of layers
+// without bottoms, and any diff read before it is written (a loss weight). So it is for nets
+// whose intermediate gradients nobody reads after Backward (`doppio train`, `doppio time`);
+// pycaffe's solvers keep Caffe's behaviour. Nets with oneDNN layers (but for its Splits) keep
+// their diffs: its Eltwise lends a diff to a layer that reads it outside this plan, and its
+// layers keep blocked layouts in their buffers, which a view refuses. The plan holds for the
+// shapes the net has now, like ShareActivationMemory's. Returns the bytes saved.
+template <typename Dtype>
+std::size_t ShareDiffMemory(Net<Dtype>* net);
+
 }  // namespace doppio
