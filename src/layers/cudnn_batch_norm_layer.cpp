@@ -20,8 +20,7 @@ void CudnnBatchNormLayer<Dtype>::Reshape(const BlobVec& bottom, const BlobVec& t
   const std::vector<int> channels{this->channels_};
   gamma_beta_.Reshape(std::vector<int>{2 * this->channels_});
   gamma_beta_diff_.Reshape(std::vector<int>{2 * this->channels_});
-  batch_mean_.Reshape(channels);
-  batch_var_.Reshape(channels);
+  batch_stats_.Reshape(std::vector<int>{2 * this->channels_});
   saved_mean_.Reshape(channels);
   saved_inv_std_.Reshape(channels);
   if (in_place_) this->SizeKept(bottom[0]->count() * sizeof(Dtype));

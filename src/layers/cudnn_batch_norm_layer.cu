@@ -40,24 +40,31 @@ void CudnnBatchNormLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVe
   data_desc_.Set4d<Dtype>(this->num_, C, S, 1);
   param_desc_.Set4d<Dtype>(1, C, 1, 1);
   PrepareGammaBeta();
-  const Dtype* x = bottom[0]->gpu_data(gpu);
+  const Dtype* x;
   if (in_place_) {
     // The net exchanged the blob's buffer for the kept one (the input is there), or copies.
+    const bool exchanged = this->TakeExchanged();
     Dtype* kept = static_cast<Dtype*>(this->kept()->mutable_gpu_data(gpu));
-    if (!this->TakeExchanged()) gpu_copy(gpu, bottom[0]->count(), x, kept);
+    if (!exchanged) gpu_copy(gpu, bottom[0]->count(), bottom[0]->gpu_data(gpu), kept);
     x = kept;
+  } else {
+    x = bottom[0]->gpu_data(gpu);
   }
   const Dtype* gamma = gamma_beta_.gpu_data(gpu);
   // Factor 1: cuDNN's "running" mean and variance are the batch's own (unbiased variance).
+  // Cleared first, so that they never depend on what the last call left (0 x NaN is NaN).
+  Dtype* batch_mean = batch_stats_.mutable_gpu_data(gpu);
+  Dtype* batch_var = batch_mean + C;
+  gpu_set(gpu, 2 * C, Dtype(0), batch_mean);
   DOPPIO_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
       gpu.cudnn(), kMode, CudnnScalar<Dtype>::one(), CudnnScalar<Dtype>::zero(), data_desc_.get(),
       x, data_desc_.get(), top[0]->mutable_gpu_data(gpu), param_desc_.get(), gamma, gamma + C, 1.0,
-      batch_mean_.mutable_gpu_data(gpu), batch_var_.mutable_gpu_data(gpu), double(this->eps_),
-      saved_mean_.mutable_gpu_data(gpu), saved_inv_std_.mutable_gpu_data(gpu)));
+      batch_mean, batch_var, double(this->eps_), saved_mean_.mutable_gpu_data(gpu),
+      saved_inv_std_.mutable_gpu_data(gpu)));
   LaunchKernel("AddToRunningSums", gpu, C, AddToRunningSums<Dtype>, C,
-               this->moving_average_fraction_, batch_mean_.gpu_data(gpu), batch_var_.gpu_data(gpu),
-               this->blobs_[0]->mutable_gpu_data(gpu), this->blobs_[1]->mutable_gpu_data(gpu),
-               this->blobs_[2]->mutable_gpu_data(gpu));
+               this->moving_average_fraction_, static_cast<const Dtype*>(batch_mean),
+               static_cast<const Dtype*>(batch_var), this->blobs_[0]->mutable_gpu_data(gpu),
+               this->blobs_[1]->mutable_gpu_data(gpu), this->blobs_[2]->mutable_gpu_data(gpu));
 }
 
 template <typename Dtype>

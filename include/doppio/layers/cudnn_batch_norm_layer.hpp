@@ -66,11 +66,10 @@ class CudnnBatchNormLayer : public BatchNormLayer<Dtype>,
   CudnnTensorDesc data_desc_;   // the input as (N, C, spatial, 1)
   CudnnTensorDesc param_desc_;  // (1, C, 1, 1)
   // Per channel: gamma then beta (aligned copies: the Scale's blobs live in the packed arena),
-  // the batch's mean and unbiased variance, what Forward saves for Backward (mean and
+  // the batch's mean then its unbiased variance, what Forward saves for Backward (mean and
   // 1 / sqrt(var + eps)), and the gamma and beta gradients.
   Blob<Dtype> gamma_beta_;
-  Blob<Dtype> batch_mean_;
-  Blob<Dtype> batch_var_;
+  Blob<Dtype> batch_stats_;
   Blob<Dtype> saved_mean_;
   Blob<Dtype> saved_inv_std_;
   Blob<Dtype> gamma_beta_diff_;
