@@ -11,7 +11,8 @@
 # 3. build into build-gpu/ for this machine's GPU architecture only, the targets the GPU
 #    tests need.
 # 4. the GPU tests of every label (ctest -R '[Gg]pu|parallel_distributed_np2$': layers, core,
-#    solvers, util, tools, parallel with the 2-rank staged and NCCL jobs).
+#    solvers, util, tools, parallel with the 2-rank staged and NCCL jobs), and NCCL on the one
+#    GPU (scripts/gpu_nccl_check.sh: one rank, and two ranks with their own NCCL_HOSTID).
 # 5. bench/gpu_train_vs_pytorch.py: AlexNet b256, GoogLeNet b128, ResNet-50 b64 against
 #    PyTorch (images/s, TF32 stated, peak memory).
 # 6. compute-sanitizer memcheck, then racecheck (slow: about 150 s a shard on an H100), over
@@ -68,7 +69,7 @@ write_summary() {
     echo "| step | result |"
     echo "|---|---|"
     cat "$results"
-    for part in tests.txt bench.txt; do
+    for part in tests.txt nccl.txt bench.txt; do
       [ -s "$state/$part" ] && { echo; cat "$state/$part"; }
     done
   } >"$out/summary.md"
@@ -223,6 +224,15 @@ if ((built == 0)); then
     echo "Failed:"
     sed -n '/The following tests FAILED/,$p' "$state/logs/tests.log" | sed 's/^/    /'
   } >"$state/tests.txt" 2>/dev/null
+fi
+
+# 4b. NCCL on the one GPU: one rank through NCCL's whole path, and two ranks each with its own
+# NCCL_HOSTID (reported either way).
+nccl_check() {
+  scripts/gpu_nccl_check.sh "$build/tools/doppio" "$state/nccl.txt"
+}
+if ((built == 0 && has_gpu)); then
+  step nccl 40 nccl_check
 fi
 
 # 5. The benchmark against PyTorch.

@@ -103,27 +103,49 @@ std::string PciBusIdText(std::uint64_t key) {
   return text;
 }
 
+GpuCommRequest ParseGpuCommRequest(const std::string& text, const std::string& flag) {
+  if (text == "auto") return GpuCommRequest::kAuto;
+  if (text == "nccl") return GpuCommRequest::kNccl;
+  if (text == "mpi") return GpuCommRequest::kMpi;
+  DOPPIO_FAIL() << flag << " must be auto, nccl or mpi, not '" << text << "'";
+}
+
 DeviceCommChoice ChooseDeviceCommPath(const std::vector<RankDevice>& ranks, bool nccl_built,
-                                      bool nccl_allowed) {
+                                      GpuCommRequest request) {
   DeviceCommChoice choice;
-  for (std::size_t a = 0; a < ranks.size(); ++a) {
-    for (std::size_t b = a + 1; b < ranks.size(); ++b) {
+  if (request == GpuCommRequest::kMpi) {
+    choice.reason = "MPI was asked for";
+    return choice;
+  }
+  if (request == GpuCommRequest::kNccl) {
+    DOPPIO_ENSURE(nccl_built) << "NCCL was asked for, but this build of doppio has no NCCL";
+    choice.path = DeviceCommPath::kNccl;
+  }
+  std::string shared;
+  for (std::size_t a = 0; a < ranks.size() && shared.empty(); ++a) {
+    for (std::size_t b = a + 1; b < ranks.size() && shared.empty(); ++b) {
       if (ranks[a].host == ranks[b].host && ranks[a].pci == ranks[b].pci) {
-        choice.reason = "ranks " + std::to_string(a) + " and " + std::to_string(b) +
-                        " share the GPU at PCI " + PciBusIdText(ranks[a].pci) +
-                        " of one node, CUDA device " + std::to_string(ranks[a].device) +
-                        " of rank " + std::to_string(a) + " and " +
-                        std::to_string(ranks[b].device) + " of rank " + std::to_string(b);
-        return choice;
+        shared = "ranks " + std::to_string(a) + " and " + std::to_string(b) +
+                 " share the GPU at PCI " + PciBusIdText(ranks[a].pci) +
+                 " of one node, CUDA device " + std::to_string(ranks[a].device) + " of rank " +
+                 std::to_string(a) + " and " + std::to_string(ranks[b].device) + " of rank " +
+                 std::to_string(b);
       }
     }
   }
-  if (!nccl_built) {
-    choice.reason = "this build of doppio has no NCCL";
+  if (request == GpuCommRequest::kNccl) {
+    choice.reason = shared.empty() ? "asked for"
+                                   : "asked for, though " + shared +
+                                         ": NCCL refuses that (\"Duplicate GPU\") "
+                                         "unless each rank has its own NCCL_HOSTID";
     return choice;
   }
-  if (!nccl_allowed) {
-    choice.reason = "NCCL was not allowed";
+  if (!shared.empty()) {
+    choice.reason = shared;
+    return choice;
+  }
+  if (!nccl_built) {
+    choice.reason = "this build of doppio has no NCCL";
     return choice;
   }
   choice.path = DeviceCommPath::kNccl;
@@ -138,10 +160,10 @@ std::uint64_t HostNameHash() {
 }
 
 std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> base,
-                                                  std::shared_ptr<GpuContext> gpu, bool allow_nccl,
-                                                  std::size_t chunk_bytes) {
+                                                  std::shared_ptr<GpuContext> gpu,
+                                                  GpuCommRequest request, std::size_t chunk_bytes) {
   DOPPIO_ENSURE(base != nullptr && gpu != nullptr) << "MakeGpuCommunicator: no base or no GPU";
-  if (base->size() == 1) return base;
+  if (base->size() == 1 && request != GpuCommRequest::kNccl) return base;
   const std::uint64_t mine[4] = {HostNameHash(), static_cast<std::uint64_t>(gpu->device()),
                                  PciBusIdKey(gpu->pci_bus_id()), base->accepts_device_buffers()};
   std::vector<std::uint64_t> all(4 * base->size());
@@ -154,7 +176,7 @@ std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> 
     cuda_aware = cuda_aware && all[4 * r + 3] != 0;
   }
   // The same data on every rank: every rank takes the same path.
-  const DeviceCommChoice choice = ChooseDeviceCommPath(ranks, kBuiltWithNccl, allow_nccl);
+  const DeviceCommChoice choice = ChooseDeviceCommPath(ranks, kBuiltWithNccl, request);
 #ifdef DOPPIO_WITH_NCCL
   if (choice.path == DeviceCommPath::kNccl) {
     auto nccl = std::make_shared<NcclCommunicator>(base, gpu);

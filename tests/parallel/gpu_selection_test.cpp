@@ -141,7 +141,25 @@ TEST(ChooseDeviceCommPath, StagedWithoutNcclOrWhenNotAllowed) {
   const DeviceCommChoice unbuilt = ChooseDeviceCommPath(ranks, false);
   EXPECT_EQ(unbuilt.path, DeviceCommPath::kStagedMpi);
   EXPECT_NE(unbuilt.reason.find("no NCCL"), std::string::npos) << unbuilt.reason;
-  EXPECT_EQ(ChooseDeviceCommPath(ranks, true, false).path, DeviceCommPath::kStagedMpi);
+  const DeviceCommChoice mpi = ChooseDeviceCommPath(ranks, true, GpuCommRequest::kMpi);
+  EXPECT_EQ(mpi.path, DeviceCommPath::kStagedMpi);
+  EXPECT_NE(mpi.reason.find("MPI was asked for"), std::string::npos) << mpi.reason;
+}
+
+TEST(ChooseDeviceCommPath, NcclWhenAskedForEvenOnASharedGpu) {
+  const std::vector<RankDevice> ranks = {{11, 0, kGpuA}, {11, 0, kGpuA}};
+  const DeviceCommChoice choice = ChooseDeviceCommPath(ranks, true, GpuCommRequest::kNccl);
+  EXPECT_EQ(choice.path, DeviceCommPath::kNccl);
+  EXPECT_NE(choice.reason.find("NCCL_HOSTID"), std::string::npos) << choice.reason;
+  EXPECT_EQ(ChooseDeviceCommPath({{5, 3, kGpuC}}, true, GpuCommRequest::kNccl).reason, "asked for");
+  ExpectError([&] { ChooseDeviceCommPath(ranks, false, GpuCommRequest::kNccl); }, {"no NCCL"});
+}
+
+TEST(ParseGpuCommRequest, NamesTheFlagForBadText) {
+  EXPECT_EQ(ParseGpuCommRequest("auto", "--gpu_comm"), GpuCommRequest::kAuto);
+  EXPECT_EQ(ParseGpuCommRequest("nccl", "--gpu_comm"), GpuCommRequest::kNccl);
+  EXPECT_EQ(ParseGpuCommRequest("mpi", "--gpu_comm"), GpuCommRequest::kMpi);
+  ExpectError([] { ParseGpuCommRequest("NCCL2", "--gpu_comm"); }, {"--gpu_comm", "NCCL2"});
 }
 
 TEST(ChooseDeviceCommPath, OneRankHasItsOwnGpu) {

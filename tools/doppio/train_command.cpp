@@ -56,6 +56,10 @@ DEFINE_string(grad_compression, "none",
               "every weight matrix, with error feedback). Not with --sync=reduce_bcast.");
 DEFINE_int32(compression_start_iter, 0,
              "train: iterations sent uncompressed before --grad_compression starts.");
+DEFINE_string(gpu_comm, "auto",
+              "GPU: how gradients travel between the ranks: auto (NCCL where every rank has a "
+              "GPU of its own, else MPI), nccl (NCCL, even for one rank or ranks sharing a GPU, "
+              "which NCCL refuses unless each rank has its own NCCL_HOSTID) or mpi.");
 DEFINE_double(comm_timeout, 600,
               "Seconds a collective may stall before the job is aborted with the ranks that "
               "did not arrive; 0 waits forever.");
@@ -217,8 +221,13 @@ ExitCode TrainOnRanks(std::shared_ptr<Communicator> comm) {
   if (FLAGS_resume == "auto" && size > 1) comm->BroadcastBytes(&resume_file, 0, "resume file");
   if (!resume_file.empty()) solver_param.clear_weights();
   // Gradients on GPUs travel through NCCL when every rank has its own, else through MPI
-  // staged in pinned host memory.
-  if (options.gpu && size > 1) comm = MakeGpuCommunicator(comm, options.gpu);
+  // staged in pinned host memory, unless --gpu_comm says which.
+  const GpuCommRequest gpu_comm = ParseGpuCommRequest(FLAGS_gpu_comm, "--gpu_comm");
+  DOPPIO_ENSURE(options.gpu || gpu_comm == GpuCommRequest::kAuto)
+      << "--gpu_comm=" << FLAGS_gpu_comm << " is about GPUs; give --gpu too";
+  if (options.gpu && (size > 1 || gpu_comm == GpuCommRequest::kNccl)) {
+    comm = MakeGpuCommunicator(comm, options.gpu, gpu_comm);
+  }
 
   SignalHandler signal_handler(sigint_effect, sighup_effect);
   DistributedSolver<float> trainer(solver_param, comm, options, ToolFaultInjection());

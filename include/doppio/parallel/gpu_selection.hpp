@@ -61,22 +61,33 @@ struct DeviceCommChoice {
   // Why, for the log ("ranks 0 and 1 share the GPU at PCI 0000:3b:00.0 of one node, ...").
   std::string reason;
 };
-// NCCL when it is built and allowed and no two ranks of one node use the GPU at one PCI
-// location (NCCL cannot run two ranks on one GPU); else the staged MPI path.
+// What the user asked for (`doppio train --gpu_comm`).
+enum class GpuCommRequest {
+  kAuto,  // NCCL where it can run, else MPI
+  kNccl,  // NCCL, even for one rank, and for ranks that share a GPU: NCCL refuses those
+          // ("Duplicate GPU") unless each rank has its own NCCL_HOSTID
+  kMpi,   // MPI, never NCCL
+};
+// GpuCommRequest from "auto", "nccl" or "mpi"; Error naming `flag` for anything else.
+GpuCommRequest ParseGpuCommRequest(const std::string& text, const std::string& flag);
+
+// kAuto: NCCL when it is built and no two ranks of one node use the GPU at one PCI location
+// (NCCL cannot run two ranks on one GPU); else the staged MPI path. kNccl: NCCL (Error when
+// the build has none), the reason saying which ranks share a GPU. kMpi: the staged MPI path.
 DeviceCommChoice ChooseDeviceCommPath(const std::vector<RankDevice>& ranks, bool nccl_built,
-                                      bool nccl_allowed = true);
+                                      GpuCommRequest request = GpuCommRequest::kAuto);
 
 // A hash of this machine's host name.
 std::uint64_t HostNameHash();
 
 // Collective over the ranks of `base` (an MpiCommunicator), each training on `gpu`: gathers
-// every rank's (host, device, PCI location), chooses the path (ChooseDeviceCommPath, with NCCL only
-// when `allow_nccl`), logs it on rank 0, and returns the communicator for the training: an
-// NcclCommunicator over `base`, or a StagingCommunicator over `base` in chunks of
-// `chunk_bytes`. One rank: `base` as it is.
+// every rank's (host, device, PCI location), chooses the path (ChooseDeviceCommPath), logs it
+// on rank 0, and returns the communicator for the training: an NcclCommunicator over `base`,
+// or a StagingCommunicator over `base` in chunks of `chunk_bytes`. One rank: `base` as it is,
+// unless NCCL is asked for (to run NCCL's whole path on one GPU).
 std::shared_ptr<Communicator> MakeGpuCommunicator(std::shared_ptr<Communicator> base,
                                                   std::shared_ptr<GpuContext> gpu,
-                                                  bool allow_nccl = true,
+                                                  GpuCommRequest request = GpuCommRequest::kAuto,
                                                   std::size_t chunk_bytes = std::size_t(4) << 20);
 
 }  // namespace doppio
