@@ -17,6 +17,10 @@ TF32 is set the same way in both and stated in the output:
       -> doppio --tf32_gemm, torch.backends.cuda.matmul.allow_tf32
   --cudnn-benchmark (default off): doppio --cudnn_algo=measure, torch.backends.cudnn.benchmark
 
+For the nets with batch normalization a second table sets Doppio's BatchNorm + Scale + ReLU
+layers (forward and backward, from its per-layer table) beside PyTorch's batch-norm and ReLU
+kernels (the profiler's device time).
+
 Doppio's `time` does not run the solver's update; the PyTorch column "+SGD" adds
 optimizer.step() (SGD with momentum) for reference, the main columns compare forward +
 backward with forward + backward.
@@ -54,8 +58,12 @@ DEFAULT_NETS = "alexnet,googlenet,resnet50"
 FB_RE = re.compile(r"Average Forward-Backward:\s*([0-9.eE+-]+)\s*ms")
 F_RE = re.compile(r"Average Forward pass:\s*([0-9.eE+-]+)\s*ms")
 B_RE = re.compile(r"Average Backward pass:\s*([0-9.eE+-]+)\s*ms")
-# The per-layer table `doppio time` prints on stdout: name, type, forward ms, backward ms, share.
-LAYER_RE = re.compile(r"^(\S+)\s+(\S+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%$")
+# The per-layer table `doppio time` prints on stdout: name, type, engine, forward ms, backward
+# ms, share.
+LAYER_RE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%$")
+# The layers one cuDNN batch normalization call computes in PyTorch's nets (with the ReLU after
+# it), for the normalization row: Doppio's are the prototxt's separate layers.
+NORMALIZATION_TYPES = ("BatchNorm", "Scale", "ReLU")
 
 
 def on_off(flag):
@@ -186,9 +194,31 @@ class TorchGpuBench:
             torch.cuda.synchronize(self.device)
         ms = start.elapsed_time(end) / iterations
         params = sum(p.numel() for p in model.parameters())
+        normalization = self.normalization_ms(step) if not with_update else None
         del model, optimizer, x, y
         torch.cuda.empty_cache()
-        return ms, params, memory.peak
+        return ms, params, memory.peak, normalization
+
+    def normalization_ms(self, step, iterations=3):
+        """Device ms per iteration in batch normalization (forward and backward) and in ReLU,
+        from the profiler's kernels' self time; None where the net has no batch norm."""
+        profiler = self.torch.profiler
+        with profiler.profile(activities=[profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(iterations):
+                step()
+            self.torch.cuda.synchronize(self.device)
+
+        def device_us(event):
+            # self_cuda_time_total before PyTorch 2.4, self_device_time_total after.
+            return getattr(event, "self_device_time_total",
+                           getattr(event, "self_cuda_time_total", 0))
+        events = prof.key_averages()
+        bn = sum(device_us(e) for e in events if "batch_norm" in e.key)
+        relu = sum(device_us(e) for e in events
+                   if any(k in e.key for k in ("relu", "clamp_min", "threshold_backward")))
+        if bn == 0:
+            return None
+        return dict(batch_norm_ms=bn / 1000.0 / iterations, relu_ms=relu / 1000.0 / iterations)
 
 
 # --------------------------------------------------------------------------- Doppio
@@ -230,8 +260,9 @@ def time_doppio(args, net, batch, iterations):
     for line in run.stdout.splitlines():
         m = LAYER_RE.match(line.strip())
         if m and m.group(1) not in ("layer", "total"):
-            layers.append(dict(name=m.group(1), type=m.group(2), forward_ms=float(m.group(3)),
-                               backward_ms=float(m.group(4)), share=float(m.group(5))))
+            layers.append(dict(name=m.group(1), type=m.group(2), engine=m.group(3),
+                               forward_ms=float(m.group(4)), backward_ms=float(m.group(5)),
+                               share=float(m.group(6))))
     return (float(f.group(1)) if f else None, float(b.group(1)) if b else None,
             float(fb.group(1)), layers, memory.peak)
 
@@ -317,10 +348,11 @@ def main(argv=None):
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print("doppio, %s: %s" % (net, e), file=sys.stderr)
         if torch_bench:
-            ms, params, peak = torch_bench.time(net, batch, iterations, args.warmup, False)
-            ms_update, _, _ = torch_bench.time(net, batch, iterations, args.warmup, True)
+            ms, params, peak, normalization = torch_bench.time(net, batch, iterations,
+                                                                args.warmup, False)
+            ms_update, _, _, _ = torch_bench.time(net, batch, iterations, args.warmup, True)
             row.update(pytorch_ms=ms, pytorch_images_per_s=batch * 1000.0 / ms,
-                       pytorch_peak_mib=peak,
+                       pytorch_peak_mib=peak, pytorch_normalization=normalization,
                        pytorch_update_ms=ms_update,
                        pytorch_update_images_per_s=batch * 1000.0 / ms_update,
                        pytorch_parameters=params)
@@ -341,18 +373,34 @@ def main(argv=None):
     print("\nPeak MiB: the most device memory the process held during the run, as nvidia-smi "
           "reports it (CUDA context included; '-' where the driver lists no processes).")
 
+    rows = [r for r in results if r.get("pytorch_normalization") and r.get("doppio_layers")]
+    if rows:
+        print("\n| net | Doppio BatchNorm + Scale + ReLU ms | PyTorch batch norm ms | "
+              "PyTorch batch norm + ReLU ms |")
+        print("|---|---:|---:|---:|")
+        for r in rows:
+            doppio_ms = sum(layer["forward_ms"] + layer["backward_ms"]
+                            for layer in r["doppio_layers"]
+                            if layer["type"] in NORMALIZATION_TYPES)
+            torch_ms = r["pytorch_normalization"]
+            print("| %s | %.2f | %.2f | %.2f |" % (
+                r["net"], doppio_ms, torch_ms["batch_norm_ms"],
+                torch_ms["batch_norm_ms"] + torch_ms["relu_ms"]))
+        print("\nDoppio: its per-layer table (forward + backward, host-timed per layer); PyTorch: "
+              "the profiler's kernel time of batch_norm and relu, forward and backward.")
+
     if not args.no_layers:
         for r in results:
             if not r.get("doppio_layers"):
                 continue
             print("\n## Doppio per layer: %s, batch %d (forward, backward ms; share of the "
                   "iteration)" % (r["net"], r["batch"]))
-            print("| layer | type | forward ms | backward ms | share |")
-            print("|---|---|---:|---:|---:|")
+            print("| layer | type | engine | forward ms | backward ms | share |")
+            print("|---|---|---|---:|---:|---:|")
             for layer in r["doppio_layers"]:
-                print("| %s | %s | %.3f | %.3f | %.1f%% |" % (
-                    layer["name"], layer["type"], layer["forward_ms"], layer["backward_ms"],
-                    layer["share"]))
+                print("| %s | %s | %s | %.3f | %.3f | %.1f%% |" % (
+                    layer["name"], layer["type"], layer["engine"], layer["forward_ms"],
+                    layer["backward_ms"], layer["share"]))
 
     if args.json:
         with open(args.json, "w") as out:
