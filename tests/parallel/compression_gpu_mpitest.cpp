@@ -47,7 +47,7 @@ NetParameter TinyNet() {
 struct Side {
   Side(const std::string& method, SyncMode mode, int iter_size, int start_iter,
        std::shared_ptr<GpuContext> gpu)
-      : comm(gpu ? MakeGpuCommunicator(World(), gpu, true, 64) : World()),
+      : comm(gpu ? MakeGpuCommunicator(World(), gpu, GpuCommRequest::kAuto, 64) : World()),
         net(TinyNet(), 1701, gpu),
         // About 500 bytes a bucket: several buckets.
         sync(&net, comm.get(), mode, 0.0005, iter_size, nullptr, ParseGradCompression(method),
@@ -185,7 +185,7 @@ TEST(CompressionGpuTest, AGpuTrainingRunResumesFromItsSnapshotIdentically) {
     return param;
   };
   auto gpu = TestGpu();
-  std::shared_ptr<Communicator> comm = MakeGpuCommunicator(World(), gpu, true, 64);
+  std::shared_ptr<Communicator> comm = MakeGpuCommunicator(World(), gpu, GpuCommRequest::kAuto, 64);
   ParallelOptions options;
   options.gpu = gpu;
   options.bucket_mb = 0.0002;

@@ -333,7 +333,7 @@ TEST_F(DistributedTest, GpuEquivalenceRanksSharingOneGpuStagedThroughMpi) {
   // Every rank on GPU 0: NCCL cannot serve ranks that share a device, so the buckets go
   // through pinned host memory, in chunks small enough that a bucket takes several.
   auto gpu = RankGpu(0);
-  std::shared_ptr<Communicator> comm = MakeGpuCommunicator(World(), gpu, true, 64);
+  std::shared_ptr<Communicator> comm = MakeGpuCommunicator(World(), gpu, GpuCommRequest::kAuto, 64);
   if (N() > 1) {
     EXPECT_NE(std::dynamic_pointer_cast<StagingCommunicator>(comm), nullptr) << comm->description();
   }
