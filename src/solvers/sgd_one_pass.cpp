@@ -16,17 +16,8 @@ bool cpu_sgd_one_pass(const std::vector<SgdSegment<Dtype>>& segments, Dtype grad
   std::size_t begin = 0;
   for (const SgdSegment<Dtype>& s : segments) {
     for (std::size_t i = begin; i < s.end; ++i) {
-      Dtype d = grad_scale == Dtype(1) ? diff[i] : diff[i] * grad_scale;
-      if (s.decay != 0) {
-        const Dtype w = weights[i];
-        const Dtype r = l1 ? Dtype((w > 0) - (w < 0)) : w;
-        d = s.decay * r + d;
-      }
-      const Dtype h = s.rate * d + momentum * history[i];
-      history[i] = h;
-      diff[i] = h;
-      const Dtype value = weights[i] + Dtype(-1) * h;
-      weights[i] = value;
+      const Dtype value =
+          SgdOnePassStep(s, grad_scale, momentum, l1, weights + i, diff + i, history + i);
       Bits bits;
       std::memcpy(&bits, &value, sizeof(bits));
       non_finite |= (bits & kExponent) == kExponent;

@@ -4,7 +4,7 @@
 namespace doppio {
 
 namespace {
-// The element-wise step of cpu_sgd_one_pass; each element finds its segment by binary search
+// cpu_sgd_one_pass's element step; each element finds its segment by binary search
 // over the segments' ends (a few hundred at most, read through the cache).
 template <typename Dtype>
 __global__ void SgdOnePassKernel(long long n, const SgdSegment<Dtype>* segments, int count,
@@ -21,18 +21,8 @@ __global__ void SgdOnePassKernel(long long n, const SgdSegment<Dtype>* segments,
         high = mid;
       }
     }
-    const SgdSegment<Dtype> s = segments[low];
-    Dtype d = grad_scale == Dtype(1) ? diff[i] : diff[i] * grad_scale;
-    if (s.decay != 0) {
-      const Dtype w = weights[i];
-      const Dtype r = l1 ? Dtype((w > 0) - (w < 0)) : w;
-      d = s.decay * r + d;
-    }
-    const Dtype h = s.rate * d + momentum * history[i];
-    history[i] = h;
-    diff[i] = h;
-    const Dtype value = weights[i] + Dtype(-1) * h;
-    weights[i] = value;
+    const Dtype value =
+        SgdOnePassStep(segments[low], grad_scale, momentum, l1, weights + i, diff + i, history + i);
     seen |= !isfinite(value);
   }
   // Every writer stores the same 1: no atomic needed.

@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "doppio/util/host_device.hpp"
+
 #ifdef DOPPIO_WITH_CUDA
 #include "doppio/device/gpu_context.hpp"
 #endif
@@ -16,6 +18,24 @@ struct SgdSegment {
   Dtype rate;       // the learning rate times the parameter's lr_mult
   Dtype decay;      // weight_decay times its decay_mult
 };
+
+// One element's step (below), on the host and in the kernel: returns the new weight.
+template <typename Dtype>
+DOPPIO_HOST_DEVICE inline Dtype SgdOnePassStep(const SgdSegment<Dtype>& s, Dtype grad_scale,
+                                               Dtype momentum, bool l1, Dtype* weight, Dtype* diff,
+                                               Dtype* history) {
+  Dtype d = grad_scale == Dtype(1) ? *diff : *diff * grad_scale;
+  if (s.decay != 0) {
+    const Dtype w = *weight;
+    const Dtype r = l1 ? Dtype((w > 0) - (w < 0)) : w;
+    d = s.decay * r + d;
+  }
+  const Dtype h = s.rate * d + momentum * *history;
+  *history = h;
+  *diff = h;
+  *weight = *weight + Dtype(-1) * h;
+  return *weight;
+}
 
 // Caffe's momentum SGD step over the whole arena in one pass: per element of a segment, what
 // SGDSolver's per-parameter calls compute one after another, in the same order and precision:
