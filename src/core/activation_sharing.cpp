@@ -68,10 +68,12 @@ SlotPlan PlanSlots(const std::vector<Interval>& intervals) {
   return plan;
 }
 
-// Gives each placed group's blobs a view of its slot (`set`: SetDataMemory or SetDiffMemory).
+// Gives each placed group's blobs a view of its slot (`set`: SetDataMemory or SetDiffMemory),
+// logs what `what` ("activations") saved, and returns the bytes saved.
 template <typename Dtype>
-void PlaceInSlots(const SlotPlan& plan, const std::vector<std::vector<Blob<Dtype>*>>& groups,
-                  void (Blob<Dtype>::*set)(std::shared_ptr<SyncedMemory>)) {
+std::size_t ApplyPlan(const Net<Dtype>& net, const char* what, const SlotPlan& plan,
+                      const std::vector<std::vector<Blob<Dtype>*>>& groups,
+                      void (Blob<Dtype>::*set)(std::shared_ptr<SyncedMemory>)) {
   std::vector<std::shared_ptr<SyncedMemory>> memory;
   for (std::size_t bytes : plan.slot_bytes) memory.push_back(std::make_shared<SyncedMemory>(bytes));
   for (std::size_t b = 0; b < groups.size(); ++b) {
@@ -81,6 +83,11 @@ void PlaceInSlots(const SlotPlan& plan, const std::vector<std::vector<Blob<Dtype
                                                   blob->count() * sizeof(Dtype)));
     }
   }
+  LOG(INFO) << "Net '" << net.name() << "' (" << Phase_Name(net.phase()) << "): " << what
+            << " that are not alive at once share memory: " << FormatMebibytes(plan.unshared)
+            << " in " << plan.slot_bytes.size() << " buffers of " << FormatMebibytes(plan.shared)
+            << ", saving " << FormatMebibytes(plan.unshared - plan.shared);
+  return plan.unshared - plan.shared;
 }
 
 // One buffer of the pass (one or more blobs aliasing it) and when it is alive.
@@ -146,13 +153,7 @@ std::size_t ShareActivationMemory(Net<Dtype>* net, const std::vector<std::string
   const SlotPlan plan = PlanSlots(intervals);
   std::vector<std::vector<Blob<Dtype>*>> groups;
   for (const Buffer<Dtype>& buffer : buffers) groups.push_back(buffer.blobs);
-  PlaceInSlots(plan, groups, &Blob<Dtype>::SetDataMemory);
-  LOG(INFO) << "Net '" << net->name() << "' (" << Phase_Name(net->phase())
-            << "): activations that are not alive at once share memory: "
-            << FormatMebibytes(plan.unshared) << " in " << plan.slot_bytes.size() << " buffers of "
-            << FormatMebibytes(plan.shared) << ", saving "
-            << FormatMebibytes(plan.unshared - plan.shared);
-  return plan.unshared - plan.shared;
+  return ApplyPlan(*net, "activations", plan, groups, &Blob<Dtype>::SetDataMemory);
 }
 
 template <typename Dtype>
@@ -210,23 +211,16 @@ std::size_t ShareDiffMemory(Net<Dtype>* net) {
     if (!net->bottom_id_vecs()[i].empty()) continue;
     for (int blob_id : net->top_id_vecs()[i]) apart[blob_id] = true;
   }
+  std::map<const Blob<Dtype>*, int> id_of;
+  for (std::size_t id = 0; id < net->blobs().size(); ++id) {
+    id_of[net->blobs()[id].get()] = static_cast<int>(id);
+  }
   for (std::size_t b = 0; b < groups.size(); ++b) {
     intervals[b].kept = !first_is_write[b] || intervals[b].bytes == 0;
-    for (Blob<Dtype>* blob : groups[b]) {
-      const auto& blobs = net->blobs();
-      for (std::size_t id = 0; id < blobs.size(); ++id) {
-        if (blobs[id].get() == blob && apart[id]) intervals[b].kept = true;
-      }
-    }
+    for (Blob<Dtype>* blob : groups[b]) intervals[b].kept |= apart[id_of[blob]];
   }
   const SlotPlan plan = PlanSlots(intervals);
-  PlaceInSlots(plan, groups, &Blob<Dtype>::SetDiffMemory);
-  LOG(INFO) << "Net '" << net->name() << "' (" << Phase_Name(net->phase())
-            << "): activation gradients that are not alive at once share memory: "
-            << FormatMebibytes(plan.unshared) << " in " << plan.slot_bytes.size() << " buffers of "
-            << FormatMebibytes(plan.shared) << ", saving "
-            << FormatMebibytes(plan.unshared - plan.shared);
-  return plan.unshared - plan.shared;
+  return ApplyPlan(*net, "activation gradients", plan, groups, &Blob<Dtype>::SetDiffMemory);
 }
 
 template std::size_t ShareActivationMemory(Net<float>*, const std::vector<std::string>&);
