@@ -20,7 +20,7 @@ template <typename Dtype>
 typename BasePrefetchingDataLayer<Dtype>::ReaderFields DataLayer<Dtype>::Reader() const {
   const auto& p = this->layer_param_.data_param();
   return {"data_param",   p.has_batch_size(), p.batch_size(), "data_param",
-          p.shard_rank(), p.shard_size(),     p.threads()};
+          p.shard_rank(), p.shard_size(),     p.has_threads(), p.threads()};
 }
 
 template <typename Dtype>
@@ -67,9 +67,10 @@ void DataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   const int batch_size = this->batch_size_;
   const std::vector<int>& shape = this->record_shape_;
   const std::size_t record_count = static_cast<std::size_t>(shape[0]) * shape[1] * shape[2];
-  batch->shape = {batch_size, shape[0], shape[1], shape[2]};
-  batch->data.resize(record_count * batch_size);
-  batch->label.resize(batch_size);
+  batch->data.Reshape({batch_size, shape[0], shape[1], shape[2]});
+  batch->label.Reshape({batch_size});
+  Dtype* const data = batch->data.mutable_cpu_data();
+  Dtype* const labels = batch->label.mutable_cpu_data();
 
   // Reading and the random draws stay in order on this thread; decoding and transforming,
   // the costly part, may fan out.
@@ -90,9 +91,9 @@ void DataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
     if (!datum.ParseFromArray(record.value.data(), static_cast<int>(record.value.size()))) {
       throw UndecodableRecord(who + ": " + RecordName(record.key) + " is not a Datum");
     }
-    this->transformer_->Transform(datum, draws_[into], batch->data.data() + record_count * into,
+    this->transformer_->Transform(datum, draws_[into], data + record_count * into,
                                   RecordName(record.key), &shape);
-    batch->label[into] = static_cast<Dtype>(datum.label());
+    labels[into] = static_cast<Dtype>(datum.label());
   };
   this->workers_->For(batch_size, [&](int i) {
     try {

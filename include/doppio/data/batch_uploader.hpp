@@ -2,6 +2,8 @@
 
 // Built with CUDA only (DOPPIO_WITH_CUDA).
 
+#include <cuda_runtime.h>
+
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -12,11 +14,13 @@
 
 namespace doppio {
 
-// Copies prefetched batches to the device from the prefetch thread, through pinned buffers
-// on a stream of its own, so that the upload of the next batches overlaps the compute of
-// this one; the data layer's GPU Forward then copies device to device into its tops.
-// Batches filled before the first GPU Forward have no device copy: the layer hands those
-// over through host memory.
+// Puts prefetched batches on the device from the prefetch thread, on a stream of its own, so
+// that the upload of the next batches overlaps the compute of this one; the data layer's GPU
+// Forward then copies device to device into its tops. Once enabled, a batch's host memory is
+// pinned, so the records are transformed straight into the memory the copy reads (no staging
+// copy), or the batch is written on the device directly (nvJPEG decoding). Batches filled
+// before the first GPU Forward have no device copy: the layer hands those over through host
+// memory.
 template <typename Dtype>
 class BatchUploader {
  public:
@@ -27,15 +31,30 @@ class BatchUploader {
 
   // From now on, uploads go to `gpu` (the caller's thread; the same context every time).
   void Enable(const std::shared_ptr<GpuContext>& gpu);
-  // On the prefetch thread, once `batch` is filled: uploads it when enabled.
-  void Upload(const Batch<Dtype>& batch);
+  bool enabled();
+
+  // On the prefetch thread, once `batch` is filled on the host: pins its memory (the first
+  // time; later fills write into the pinned memory) and uploads it, when enabled.
+  void Upload(Batch<Dtype>* batch);
+  // On the prefetch thread, for a batch written on the device (enabled only): waits until
+  // the batch's previous contents were copied into the tops and returns the stream to write
+  // `batch->data` (of its final shape) and `batch->label` on; EndDeviceFill once queued.
+  cudaStream_t BeginDeviceFill(Batch<Dtype>* batch);
+  void EndDeviceFill(const Batch<Dtype>& batch);
+
   // Queues the copy of `batch` into the tops on the compute stream (label may be null) and
   // returns true; false when `batch` has no device copy.
   bool CopyToTops(const Batch<Dtype>& batch, Blob<Dtype>* data, Blob<Dtype>* label);
 
+  const std::shared_ptr<GpuContext>& gpu() const { return gpu_; }
+
  private:
-  struct Slot;  // the device copy of one batch of the prefetcher's ring
+  struct Slot;  // the device state of one batch of the prefetcher's ring
   struct Stream;
+
+  // The batch's slot, its device memory allocated and the stream created (enabled only).
+  Slot* Prepare(Batch<Dtype>* batch);
+  void MarkReady(Slot* slot);
 
   std::mutex mutex_;
   std::shared_ptr<GpuContext> gpu_;

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   std::uint64_t batches_per_epoch() const override { return batches_per_epoch_; }
   // Counts the batches Forward has taken, not those the prefetch thread has read ahead:
   // a snapshot taken at any moment resumes at the first batch the net has not seen.
+  InputStats input_stats() const override;
   std::optional<std::uint64_t> stream_position() const override {
     return stream_start_ + batches_taken_ * static_cast<std::uint64_t>(batch_size_) *
                                static_cast<std::uint64_t>(shard_size_);
@@ -66,7 +68,9 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
     bool has_batch_size;
     long long batch_size;
     const char* shard_block;
-    long long shard_rank, shard_size, threads;
+    long long shard_rank, shard_size;
+    bool has_threads;
+    long long threads;
   };
   virtual ReaderFields Reader() const = 0;
   // Reads the layer's parameters, opens the source and returns the shape {C, H, W} of one
@@ -90,7 +94,9 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {}
 
-  // Set before DataLayerSetUp runs.
+  // Set before DataLayerSetUp runs. threads_: the decoder threads, threads when set, else the
+  // threads of the pool current when the layer is set up, which for `doppio` and Python is the
+  // process's thread budget (its cores shared among its node's ranks).
   int batch_size_ = 0;
   int shard_rank_ = 0, shard_size_ = 1;
   int threads_ = 1;
@@ -116,6 +122,9 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
 #endif
   std::unique_ptr<BatchPrefetcher<Dtype>> prefetcher_;
   int prefetch_depth_ = 1;
+  // Filled on the prefetch thread, taken on the net's.
+  mutable std::mutex stats_mutex_;
+  InputStats stats_;
   // The stream position of the first batch, and the batches Forward has taken since.
   std::uint64_t stream_start_ = 0;
   std::uint64_t batches_taken_ = 0;
