@@ -2,6 +2,8 @@
 #ifdef DOPPIO_WITH_CUDA
 #include "doppio/data/batch_uploader.hpp"
 
+#include <chrono>
+
 #include "doppio/device/gpu_math.hpp"
 #include "doppio/device/gpu_util.hpp"
 
@@ -40,12 +42,19 @@ void BatchUploader<Dtype>::Enable(const std::shared_ptr<GpuContext>& gpu) {
   DOPPIO_ENSURE(gpu_ == nullptr || gpu_ == gpu)
       << "a data layer's batches are uploaded to one GPU context";
   gpu_ = gpu;
+  enabled_.notify_all();
 }
 
 template <typename Dtype>
-bool BatchUploader<Dtype>::enabled() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return gpu_ != nullptr;
+std::shared_ptr<GpuContext> BatchUploader<Dtype>::WaitUntilEnabled(
+    const std::function<bool()>& stopping) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Stopping is the prefetcher's, under its own lock: polled rather than signalled here.
+  while (gpu_ == nullptr) {
+    if (stopping()) return nullptr;
+    enabled_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+  return gpu_;
 }
 
 template <typename Dtype>
@@ -82,16 +91,20 @@ void BatchUploader<Dtype>::MarkReady(Slot* slot) {
 }
 
 template <typename Dtype>
-void BatchUploader<Dtype>::Upload(Batch<Dtype>* batch) {
-  Slot* slot = Prepare(batch);
-  if (slot == nullptr) return;
+void BatchUploader<Dtype>::Push(Blob<Dtype>* blob) {
+  if (blob->count() == 0) return;
   // A ring's batch is pinned once, the first time it is uploaded (that once, PinHostMemory
   // moves what the fill wrote); every later fill writes into the pinned memory.
-  for (Blob<Dtype>* blob : {&batch->data, &batch->label}) {
-    if (blob->count() == 0) continue;
-    blob->data()->PinHostMemory();
-    blob->data()->AsyncGpuPush(*gpu_, stream_->stream);
-  }
+  blob->data()->PinHostMemory();
+  blob->data()->AsyncGpuPush(*gpu_, stream_->stream);
+}
+
+template <typename Dtype>
+void BatchUploader<Dtype>::Upload(Batch<Dtype>* batch) {
+  Slot* slot = Prepare(batch);
+  if (slot == nullptr || slot->ready) return;
+  Push(&batch->data);
+  Push(&batch->label);
   MarkReady(slot);
 }
 
@@ -99,25 +112,23 @@ template <typename Dtype>
 cudaStream_t BatchUploader<Dtype>::BeginDeviceFill(Batch<Dtype>* batch) {
   Slot* slot = Prepare(batch);
   DOPPIO_ENSURE(slot != nullptr) << "a batch is written on the device only in GPU mode";
-  for (Blob<Dtype>* blob : {&batch->data, &batch->label}) {
-    if (blob->count() == 0) continue;
-    // Allocated on the compute stream, whose kernels may still read a cached block that
-    // the upload stream is not ordered after (as in AsyncGpuPush).
-    if (blob->data()->head() == SyncedMemory::Head::kUninitialized) {
-      blob->mutable_gpu_data(*gpu_);
-      gpu_->Synchronize();
-    }
+  // Allocated on the compute stream, whose kernels may still read a cached block that the
+  // upload stream is not ordered after (as in AsyncGpuPush).
+  if (batch->data.data()->head() == SyncedMemory::Head::kUninitialized) {
+    batch->data.mutable_gpu_data(*gpu_);
+    gpu_->Synchronize();
   }
   return stream_->stream;
 }
 
 template <typename Dtype>
-void BatchUploader<Dtype>::EndDeviceFill(const Batch<Dtype>& batch) {
+void BatchUploader<Dtype>::EndDeviceFill(Batch<Dtype>* batch) {
   Slot* slot = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    slot = slots_.at(&batch).get();
+    slot = slots_.at(batch).get();
   }
+  Push(&batch->label);
   MarkReady(slot);
 }
 

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -31,16 +33,20 @@ class BatchUploader {
 
   // From now on, uploads go to `gpu` (the caller's thread; the same context every time).
   void Enable(const std::shared_ptr<GpuContext>& gpu);
-  bool enabled();
+  // On the prefetch thread, for batches written on the device: the GPU once the first GPU
+  // Forward has enabled uploads, or null if `stopping` says so first (polled).
+  std::shared_ptr<GpuContext> WaitUntilEnabled(const std::function<bool()>& stopping);
 
   // On the prefetch thread, once `batch` is filled on the host: pins its memory (the first
-  // time; later fills write into the pinned memory) and uploads it, when enabled.
+  // time; later fills write into the pinned memory) and uploads it, when enabled. Nothing
+  // for a batch written on the device.
   void Upload(Batch<Dtype>* batch);
-  // On the prefetch thread, for a batch written on the device (enabled only): waits until
-  // the batch's previous contents were copied into the tops and returns the stream to write
-  // `batch->data` (of its final shape) and `batch->label` on; EndDeviceFill once queued.
+  // On the prefetch thread, for a batch whose data is written on the device (enabled only):
+  // waits until the batch's previous contents were copied into the tops and returns the
+  // stream to write `batch->data` (of its final shape) on. EndDeviceFill, once that is
+  // queued, uploads the labels, written on the host, and waits for the stream.
   cudaStream_t BeginDeviceFill(Batch<Dtype>* batch);
-  void EndDeviceFill(const Batch<Dtype>& batch);
+  void EndDeviceFill(Batch<Dtype>* batch);
 
   // Queues the copy of `batch` into the tops on the compute stream (label may be null) and
   // returns true; false when `batch` has no device copy.
@@ -56,7 +62,11 @@ class BatchUploader {
   Slot* Prepare(Batch<Dtype>* batch);
   void MarkReady(Slot* slot);
 
+  // Pushes a host blob of `batch` on the upload stream, pinning it first.
+  void Push(Blob<Dtype>* blob);
+
   std::mutex mutex_;
+  std::condition_variable enabled_;
   std::shared_ptr<GpuContext> gpu_;
   std::unordered_map<const Batch<Dtype>*, std::unique_ptr<Slot>> slots_;
   std::unique_ptr<Stream> stream_;  // used by the prefetch thread only

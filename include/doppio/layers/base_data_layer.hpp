@@ -85,6 +85,8 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   void StreamFrom(std::uint64_t position);
   // Subclasses' destructors must call this before their members go away.
   void StopPrefetching();
+  // Whether the prefetch thread is asked to end (LoadBatch may return early then).
+  bool prefetch_stopping() const { return prefetcher_->stopping(); }
 
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
 #ifdef DOPPIO_WITH_CUDA
@@ -117,8 +119,12 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   void CopyToTopsOnHost(const Batch<Dtype>& batch, const BlobVec& top);
 
 #ifdef DOPPIO_WITH_CUDA
-  // Declared before the prefetcher, whose thread uses it, so that it outlives that thread.
+ protected:
+  // Declared before the prefetcher, whose thread uses it, so that it outlives that thread. A
+  // subclass that writes batches on the device uses it in LoadBatch.
   BatchUploader<Dtype> uploader_;
+
+ private:
 #endif
   std::unique_ptr<BatchPrefetcher<Dtype>> prefetcher_;
   int prefetch_depth_ = 1;
