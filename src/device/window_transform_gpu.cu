@@ -30,8 +30,8 @@ __global__ void TransformWindowsKernel(long long count, GpuWindowTransform t,
       const int y1 = y0 + 1 < job.h ? y0 + 1 : job.h - 1;
       const float wx = static_cast<float>(ax - x0), wy = static_cast<float>(ay - y0);
       auto at = [&](int y, int x) {
-        return static_cast<float>(
-            job.pixels[(job.y + y) * job.pitch + static_cast<long long>(job.x + x) * t.channels + c]);
+        return static_cast<float>(job.pixels[(job.y + y) * job.pitch +
+                                             static_cast<long long>(job.x + x) * t.channels + c]);
       };
       const float upper = at(y0, x0) + wx * (at(y0, x1) - at(y0, x0));
       const float lower = at(y1, x0) + wx * (at(y1, x1) - at(y1, x0));

@@ -161,7 +161,8 @@ template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::CopyToTopsOnHost(const Batch<Dtype>& batch,
                                                        const BlobVec& top) {
   top[0]->Reshape(batch.data.shape());
-  std::memcpy(top[0]->mutable_cpu_data(), batch.data.cpu_data(), batch.data.count() * sizeof(Dtype));
+  std::memcpy(top[0]->mutable_cpu_data(), batch.data.cpu_data(),
+              batch.data.count() * sizeof(Dtype));
   if (output_labels_) {
     top[1]->Reshape(batch.label.shape());
     std::memcpy(top[1]->mutable_cpu_data(), batch.label.cpu_data(),

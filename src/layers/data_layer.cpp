@@ -22,7 +22,7 @@ std::string DataLayer<Dtype>::RecordName(std::string_view key) const {
 template <typename Dtype>
 typename BasePrefetchingDataLayer<Dtype>::ReaderFields DataLayer<Dtype>::Reader() const {
   const auto& p = this->layer_param_.data_param();
-  return {"data_param",   p.has_batch_size(), p.batch_size(), "data_param",
+  return {"data_param",   p.has_batch_size(), p.batch_size(),  "data_param",
           p.shard_rank(), p.shard_size(),     p.has_threads(), p.threads()};
 }
 
@@ -41,8 +41,8 @@ std::vector<int> DataLayer<Dtype>::DataLayerSetUp() {
       << who << ": data_param.decode: GPU needs nvJPEG, and this build has none (built without "
       << "CUDA, or with the CUDA emulation); use decode: CPU";
 #endif
-  DOPPIO_ENSURE(!decode_on_gpu_ || this->transformer_->param().decoder() ==
-                                       TransformationParameter::AUTO)
+  DOPPIO_ENSURE(!decode_on_gpu_ ||
+                this->transformer_->param().decoder() == TransformationParameter::AUTO)
       << who << ": data_param.decode: GPU decodes with nvJPEG, not with transform_param.decoder "
       << "OPENCV; set one of them";
   db_ = db::OpenDB(backend, param.source(), db::Mode::kRead, who);
@@ -221,9 +221,15 @@ void DataLayer<Dtype>::LoadBatchOnGpu(Batch<Dtype>* batch) {
     jpegs_[into] = datum.data();
     heights_[into] = height;
     widths_[into] = width;
-    windows_[into] = GpuWindowJob{nullptr,      0,           height,
-                                  width,        window.x,    window.y,
-                                  window.width, window.height, transformer.Mirrors(draws_[into])};
+    windows_[into] = GpuWindowJob{nullptr,
+                                  0,
+                                  height,
+                                  width,
+                                  window.x,
+                                  window.y,
+                                  window.width,
+                                  window.height,
+                                  transformer.Mirrors(draws_[into])};
     labels[into] = static_cast<Dtype>(datum.label());
   };
   const bool skip_corrupt = this->layer_param_.data_param().skip_corrupt();

@@ -58,7 +58,7 @@ int ImageDataLayer<Dtype>::EntryAt(std::uint64_t position) {
 template <typename Dtype>
 typename BasePrefetchingDataLayer<Dtype>::ReaderFields ImageDataLayer<Dtype>::Reader() const {
   const auto& p = this->layer_param_.image_data_param();
-  return {"image_data_param", true,           p.batch_size(), "image_data_param",
+  return {"image_data_param", true,           p.batch_size(),  "image_data_param",
           p.shard_rank(),     p.shard_size(), p.has_threads(), p.threads()};
 }
 

@@ -105,7 +105,7 @@ template <typename Dtype>
 typename BasePrefetchingDataLayer<Dtype>::ReaderFields WindowDataLayer<Dtype>::Reader() const {
   const auto& p = this->layer_param_.window_data_param();
   const auto& shard = this->layer_param_.data_param();
-  return {"window_data_param", p.has_batch_size(), p.batch_size(), "data_param",
+  return {"window_data_param", p.has_batch_size(), p.batch_size(),      "data_param",
           shard.shard_rank(),  shard.shard_size(), shard.has_threads(), shard.threads()};
 }
 

@@ -102,8 +102,8 @@ std::string DescribeInput(const InputStats& interval) {
     text << "; input " << interval.records / interval.fill_seconds << " records/s";
   }
   if (interval.waits > 0) {
-    text << "; step waited for data " << interval.wait_seconds * 1e3 << " ms in "
-         << interval.waits << " of " << interval.batches << " batches";
+    text << "; step waited for data " << interval.wait_seconds * 1e3 << " ms in " << interval.waits
+         << " of " << interval.batches << " batches";
   }
   return text.str();
 }

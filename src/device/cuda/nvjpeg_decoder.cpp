@@ -21,26 +21,26 @@ namespace {
 // nvjpeg.h's types, those used here.
 using Status = int;  // nvjpegStatus_t: 0 is NVJPEG_STATUS_SUCCESS
 constexpr Status kSuccess = 0;
-using Handle = struct NvjpegHandleOpaque*;  // nvjpegHandle_t
-using State = struct NvjpegStateOpaque*;    // nvjpegJpegState_t
+using Handle = struct NvjpegHandleOpaque*;                             // nvjpegHandle_t
+using State = struct NvjpegStateOpaque*;                               // nvjpegJpegState_t
 enum BackendKind : int { kBackendDefault = 0, kBackendHardware = 3 };  // nvjpegBackend_t
-enum OutputFormat : int { kOutputY = 2, kOutputBgrInterleaved = 6 };  // nvjpegOutputFormat_t
-constexpr int kMaxComponents = 4;                                     // NVJPEG_MAX_COMPONENT
-struct Image {                                                        // nvjpegImage_t
+enum OutputFormat : int { kOutputY = 2, kOutputBgrInterleaved = 6 };   // nvjpegOutputFormat_t
+constexpr int kMaxComponents = 4;                                      // NVJPEG_MAX_COMPONENT
+struct Image {                                                         // nvjpegImage_t
   unsigned char* channel[kMaxComponents];
   std::size_t pitch[kMaxComponents];
 };
 
 struct Api {
-  Status (*CreateEx)(int backend, void* device_allocator, void* pinned_allocator,
-                     unsigned flags, Handle* handle);
+  Status (*CreateEx)(int backend, void* device_allocator, void* pinned_allocator, unsigned flags,
+                     Handle* handle);
   Status (*Destroy)(Handle handle);
   Status (*JpegStateCreate)(Handle handle, State* state);
   Status (*JpegStateDestroy)(State state);
   Status (*GetImageInfo)(Handle handle, const unsigned char* data, std::size_t length,
                          int* components, int* subsampling, int* widths, int* heights);
-  Status (*DecodeBatchedInitialize)(Handle handle, State state, int batch_size,
-                                    int max_cpu_threads, int output_format);
+  Status (*DecodeBatchedInitialize)(Handle handle, State state, int batch_size, int max_cpu_threads,
+                                    int output_format);
   Status (*DecodeBatched)(Handle handle, State state, const unsigned char* const* data,
                           const std::size_t* lengths, Image* destinations, cudaStream_t stream);
 };
@@ -68,8 +68,7 @@ const Api& Library() {
     void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
       const char* reason = dlerror();
-      DOPPIO_FAIL() << "cannot load nvJPEG (" << name
-                    << "), which data_param.decode: GPU needs: "
+      DOPPIO_FAIL() << "cannot load nvJPEG (" << name << "), which data_param.decode: GPU needs: "
                     << (reason ? reason : "unknown reason")
                     << " (install the CUDA toolkit's nvjpeg, or decode: CPU)";
     }
@@ -112,8 +111,8 @@ struct NvjpegDecoder::Backend {
 NvjpegDecoder::NvjpegDecoder(GpuContext& gpu) : gpu_(gpu) {
   const Api& api = Library();
   gpu_.MakeCurrent();
-  for (const auto& [kind, name] : {std::pair{kBackendHardware, "hardware"},
-                                   std::pair{kBackendDefault, "CUDA"}}) {
+  for (const auto& [kind, name] :
+       {std::pair{kBackendHardware, "hardware"}, std::pair{kBackendDefault, "CUDA"}}) {
     auto backend = std::make_unique<Backend>();
     backend->name = name;
     const Status created = api.CreateEx(kind, nullptr, nullptr, 0, &backend->handle);
@@ -125,8 +124,8 @@ NvjpegDecoder::NvjpegDecoder(GpuContext& gpu) : gpu_(gpu) {
       continue;
     }
     const Status state = api.JpegStateCreate(backend->handle, &backend->state);
-    DOPPIO_ENSURE(state == kSuccess) << "nvJPEG refuses a decoder state on " << gpu_.Describe()
-                                     << ": " << StatusName(state);
+    DOPPIO_ENSURE(state == kSuccess)
+        << "nvJPEG refuses a decoder state on " << gpu_.Describe() << ": " << StatusName(state);
     backends_.push_back(std::move(backend));
   }
 }
