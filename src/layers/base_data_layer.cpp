@@ -124,6 +124,9 @@ template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::FillBatch(Batch<Dtype>* batch) {
   const auto start = std::chrono::steady_clock::now();
   LoadBatch(batch);
+  // A fill that Stop cut short (LoadBatch may return early then) made nothing to upload or
+  // count, and the prefetcher drops it.
+  if (prefetch_stopping()) return;
 #ifdef DOPPIO_WITH_CUDA
   uploader_.Upload(batch);
 #endif

@@ -10,7 +10,10 @@
 
 #include <dlfcn.h>
 
+#include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "doppio/device/gpu_util.hpp"
 #include "doppio/util/error.hpp"
