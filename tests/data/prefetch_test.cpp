@@ -62,6 +62,23 @@ TEST(BatchPrefetcherTest, DeliversBatchesInOrderWhateverTheSpeeds) {
   }
 }
 
+// ready() says whether Take would return at once (the data layer counts the waits by it).
+TEST(BatchPrefetcherTest, ReadyTellsWhetherTakeWouldWait) {
+  CountingFill fill;
+  BatchPrefetcher<float> prefetcher(1, [&](Batch<float>* b) { fill(b); });
+  prefetcher.Start();
+  Batch<float>* batch = prefetcher.Take();
+  // The ring's only batch is the caller's: nothing can be ready.
+  EXPECT_FALSE(prefetcher.ready());
+  prefetcher.Release(batch);
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!prefetcher.ready() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(prefetcher.ready());
+  EXPECT_EQ(prefetcher.Take()->data.cpu_data()[0], 1.0f);
+}
+
 TEST(BatchPrefetcherTest, FillsAtMostDepthAhead) {
   CountingFill fill;
   BatchPrefetcher<float> prefetcher(3, [&](Batch<float>* b) { fill(b); });
