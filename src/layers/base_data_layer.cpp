@@ -12,6 +12,8 @@ namespace doppio {
 namespace {
 // The sub-stream of the base seed that crops and mirrors draw from.
 constexpr std::uint64_t kCropMirrorStream = 0xc409;
+// The most decoder threads a layer starts.
+constexpr int kMaxThreads = 256;
 }  // namespace
 
 TransformationParameter MergedTransformParam(const LayerParameter& param, const std::string& who) {
@@ -50,7 +52,7 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
                   shard_size = fields.shard_size;
   const ThreadPool* budget = ThreadPool::Current();
   const long long threads =
-      fields.has_threads ? fields.threads : (budget != nullptr ? budget->threads() : 1);
+      fields.has_threads ? fields.threads : std::min(kMaxThreads, budget ? budget->threads() : 1);
   DOPPIO_ENSURE(batch_size > 0 && batch_size <= (1 << 24))
       << who << ": " << block << ".batch_size must be at least 1, got " << batch_size;
   DOPPIO_ENSURE(shard_size >= 1) << who << ": " << shard_block
@@ -58,8 +60,9 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
   DOPPIO_ENSURE(shard_rank >= 0 && shard_rank < shard_size)
       << who << ": " << shard_block << ".shard_rank " << shard_rank << " is outside [0, "
       << shard_size << ")";
-  DOPPIO_ENSURE(threads >= 1 && threads <= 256)
-      << who << ": " << shard_block << ".threads must be between 1 and 256, got " << threads;
+  DOPPIO_ENSURE(threads >= 1 && threads <= kMaxThreads)
+      << who << ": " << shard_block << ".threads must be between 1 and " << kMaxThreads << ", got "
+      << threads;
   // Caffe reads the prefetch depth from data_param for every prefetching layer.
   const long long depth = param.data_param().prefetch();
   DOPPIO_ENSURE(depth >= 1 && depth <= 1024)
