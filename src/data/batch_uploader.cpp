@@ -41,6 +41,7 @@ void BatchUploader<Dtype>::Enable(const std::shared_ptr<GpuContext>& gpu) {
   std::lock_guard<std::mutex> lock(mutex_);
   DOPPIO_ENSURE(gpu_ == nullptr || gpu_ == gpu)
       << "a data layer's batches are uploaded to one GPU context";
+  if (gpu_ != nullptr) return;
   gpu_ = gpu;
   enabled_.notify_all();
 }

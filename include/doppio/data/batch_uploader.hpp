@@ -52,21 +52,21 @@ class BatchUploader {
   // returns true; false when `batch` has no device copy.
   bool CopyToTops(const Batch<Dtype>& batch, Blob<Dtype>* data, Blob<Dtype>* label);
 
-  const std::shared_ptr<GpuContext>& gpu() const { return gpu_; }
-
  private:
   struct Slot;  // the device state of one batch of the prefetcher's ring
   struct Stream;
 
-  // The batch's slot, its device memory allocated and the stream created (enabled only).
+  // The batch's slot once its previous contents were copied into the tops, the stream
+  // created; null when not enabled.
   Slot* Prepare(Batch<Dtype>* batch);
   void MarkReady(Slot* slot);
 
-  // Pushes a host blob of `batch` on the upload stream, pinning it first.
+  // Pushes a blob written on the host on the upload stream, pinning it first.
   void Push(Blob<Dtype>* blob);
 
   std::mutex mutex_;
   std::condition_variable enabled_;
+  // Set once, under the mutex; the prefetch thread reads it unlocked after seeing it set.
   std::shared_ptr<GpuContext> gpu_;
   std::unordered_map<const Batch<Dtype>*, std::unique_ptr<Slot>> slots_;
   std::unique_ptr<Stream> stream_;  // used by the prefetch thread only
