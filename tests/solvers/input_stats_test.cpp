@@ -10,6 +10,7 @@
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/layers/base_data_layer.hpp"
 #include "doppio/solvers/solver_registry.hpp"
+#include "doppio/util/io.hpp"
 #include "log_capture.hpp"
 #include "test_util.hpp"
 
