@@ -3,7 +3,10 @@
 // 256 x 256 JPEG records (crop 227) and full-size ImageNet-like JPEGs (random-resized crop to
 // 224), with 1 and 2 decoding threads, each JPEG case through the libjpeg-turbo decoder and
 // through OpenCV's imdecode, and the full-size case also through Pillow + numpy
-// (bench/pillow_resized_crop.py) on the same images. Prints a table and the ratios.
+// (bench/pillow_resized_crop.py) on the same images. Prints a table and the ratios. Then the
+// prefetch depth: the full-size case against a consumer whose step takes as long as a batch's
+// fill on average, give or take half (a GPU training step that leaves the cores to the input),
+// for each depth of --prefetch_depths.
 //
 //   build/bench/bench_data_pipeline [--mnist_records=N] [--jpeg_records=N] [--full_records=N]
 #include <gflags/gflags.h>
@@ -15,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -36,6 +40,7 @@ DEFINE_int32(jpeg_records, 400, "Records in the generated 256x256 JPEG LMDB");
 DEFINE_int32(full_records, 300, "Records in the generated full-size (about 500x375) JPEG LMDB");
 DEFINE_string(python, "/usr/bin/python3", "Python with Pillow and numpy; empty: no Pillow case");
 DEFINE_string(threads, "1,2", "Decoding thread counts to compare");
+DEFINE_string(prefetch_depths, "1,2,4,8", "data_param.prefetch depths to compare; empty: none");
 
 namespace {
 
@@ -114,11 +119,25 @@ struct Result {
   double ms_per_batch;
 };
 
-Result Time(const std::string& source, int batch, int threads, const std::string& transform) {
+std::vector<int> IntList(const std::string& text) {
+  std::vector<int> values;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t comma = text.find(',', start);
+    values.push_back(std::stoi(text.substr(start, comma - start)));
+    start = comma == std::string::npos ? text.size() : comma + 1;
+  }
+  return values;
+}
+
+// The records/s the consumer gets. step_ms > 0: after each batch the consumer sleeps
+// step_ms times a factor cycling through 0.5 .. 1.5 (mean 1), as a training step would.
+Result Time(const std::string& source, int batch, int threads, const std::string& transform,
+            int prefetch = 4, double step_ms = 0) {
   const std::string text = "name: 'data' type: 'Data' phase: TRAIN transform_param { " + transform +
                            " } data_param { source: '" + source +
                            "' backend: LMDB batch_size: " + std::to_string(batch) +
-                           " prefetch: 4 threads: " + std::to_string(threads) + " }";
+                           " prefetch: " + std::to_string(prefetch) +
+                           " threads: " + std::to_string(threads) + " }";
   doppio::LayerParameter param;
   doppio::ReadProtoFromTextString(text, "bench", &param);
   doppio::DataLayer<float> layer(param);
@@ -137,9 +156,16 @@ Result Time(const std::string& source, int batch, int threads, const std::string
       5, static_cast<int>(FLAGS_seconds_per_case / per_batch / std::max(1, FLAGS_repeats)));
   Result best{0, 0};
   for (int repeat = 0; repeat < FLAGS_repeats; ++repeat) {
-    // The consumer takes batches as fast as they come, so this is the producer's rate.
+    // Without a step the consumer takes batches as fast as they come: the producer's rate.
+    static const double kJitter[] = {0.5, 1.5, 0.75, 1.25, 1.0, 0.6, 1.4, 1.0};
     start = Clock::now();
-    for (int i = 0; i < batches; ++i) layer.Forward({}, top);
+    for (int i = 0; i < batches; ++i) {
+      layer.Forward({}, top);
+      if (step_ms > 0) {
+        std::this_thread::sleep_for(
+            std::chrono::duration<double, std::milli>(step_ms * kJitter[i % 8]));
+      }
+    }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const double rate = batches * batch / seconds;
     if (rate > best.records_per_second) best = {rate, 1000 * seconds / batches};
@@ -159,12 +185,7 @@ int main(int argc, char** argv) {
   const fs::path work =
       fs::temp_directory_path() / ("doppio_bench_data_" + std::to_string(getpid()));
   fs::create_directories(work);
-  std::vector<int> thread_counts;
-  for (std::size_t start = 0; start < FLAGS_threads.size();) {
-    const std::size_t comma = FLAGS_threads.find(',', start);
-    thread_counts.push_back(std::stoi(FLAGS_threads.substr(start, comma - start)));
-    start = comma == std::string::npos ? FLAGS_threads.size() : comma + 1;
-  }
+  const std::vector<int> thread_counts = IntList(FLAGS_threads);
   std::printf("generating %d MNIST-sized records, %d 256x256 and %d full-size JPEG records...\n",
               FLAGS_mnist_records, FLAGS_jpeg_records, FLAGS_full_records);
   MakeMnist((work / "mnist").string(), FLAGS_mnist_records);
@@ -230,6 +251,18 @@ int main(int argc, char** argv) {
       std::printf("\n%-44s %8d %6s %12.0f\n", "full-size resized crop 224, Pillow + numpy", 1, "",
                   pillow);
       std::printf("libjpeg-turbo over Pillow + numpy, 1 thread: %.2fx\n", rates[4][0] / pillow);
+    }
+  }
+  const std::vector<int> depths = IntList(FLAGS_prefetch_depths);
+  if (!depths.empty()) {
+    const Case& c = cases[4];
+    const Result alone = Time(c.source, c.batch, 1, c.transform);
+    std::printf("\nprefetch depth: %s, 1 thread, a step of %.1f ms (the fill's) +-50%%\n",
+                c.name.c_str(), alone.ms_per_batch);
+    for (int depth : depths) {
+      const Result r = Time(c.source, c.batch, 1, c.transform, depth, alone.ms_per_batch);
+      std::printf("  prefetch %3d: %8.0f records/s, %.2fx the fill's rate alone\n", depth,
+                  r.records_per_second, r.records_per_second / alone.records_per_second);
     }
   }
   std::error_code ignored;

@@ -74,6 +74,9 @@ function(doppio_configure_cuda target)
     target_compile_definitions(${target} PUBLIC DOPPIO_WITH_CUDA)
     # cuBLAS is opened on first use, not linked (src/device/cuda/cublas_loader.cpp says why).
     target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src/device/cuda/cublas_loader.cpp)
+    # nvJPEG (data_param.decode: GPU) is opened on first use too, so a toolkit without it
+    # still builds it (src/device/cuda/nvjpeg_decoder.cpp); the emulation has none.
+    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src/device/cuda/nvjpeg_decoder.cpp)
     target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::curand ${CMAKE_DL_LIBS})
   endif()
   if(DOPPIO_HAVE_CUDNN)

@@ -629,6 +629,13 @@ std::string Net<Dtype>::layer_label(int layer_id) const {
 }
 
 template <typename Dtype>
+InputStats Net<Dtype>::input_stats() const {
+  InputStats sum;
+  for (const auto& layer : layers_) sum += layer->input_stats();
+  return sum;
+}
+
+template <typename Dtype>
 void Net<Dtype>::LogEngines() const {
   std::map<std::string, std::vector<std::string>> labels_by_engine;
   for (std::size_t i = 0; i < layers_.size(); ++i) {

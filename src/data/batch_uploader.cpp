@@ -2,25 +2,20 @@
 #ifdef DOPPIO_WITH_CUDA
 #include "doppio/data/batch_uploader.hpp"
 
-#include <cuda_runtime.h>
-
-#include <cstring>
+#include <chrono>
 
 #include "doppio/device/gpu_math.hpp"
 #include "doppio/device/gpu_util.hpp"
-#include "doppio/util/math_functions.hpp"
 
 namespace doppio {
 
 template <typename Dtype>
 struct BatchUploader<Dtype>::Slot {
-  Blob<Dtype> data;
-  Blob<Dtype> label;
-  // Recorded on the compute stream after the copy into the tops: the next upload into this
-  // slot waits for it.
+  // Recorded on the compute stream after the copy into the tops: the next write into the
+  // batch's device memory waits for it.
   cudaEvent_t consumed = nullptr;
   bool consumed_pending = false;
-  bool ready = false;  // holds the current contents of its batch
+  bool ready = false;  // the device copy holds the batch's current contents
 
   ~Slot() {
     if (consumed) cudaEventDestroy(consumed);
@@ -35,19 +30,6 @@ struct BatchUploader<Dtype>::Stream {
   }
 };
 
-namespace {
-
-template <typename Dtype>
-void Stage(GpuContext& gpu, cudaStream_t stream, const std::vector<int>& shape,
-           const std::vector<Dtype>& values, Blob<Dtype>* blob) {
-  blob->Reshape(shape);
-  blob->data()->PinHostMemory();
-  std::memcpy(blob->mutable_cpu_data(), values.data(), values.size() * sizeof(Dtype));
-  blob->data()->AsyncGpuPush(gpu, stream);
-}
-
-}  // namespace
-
 template <typename Dtype>
 BatchUploader<Dtype>::BatchUploader() = default;
 
@@ -59,22 +41,34 @@ void BatchUploader<Dtype>::Enable(const std::shared_ptr<GpuContext>& gpu) {
   std::lock_guard<std::mutex> lock(mutex_);
   DOPPIO_ENSURE(gpu_ == nullptr || gpu_ == gpu)
       << "a data layer's batches are uploaded to one GPU context";
+  if (gpu_ != nullptr) return;
   gpu_ = gpu;
+  enabled_.notify_all();
 }
 
 template <typename Dtype>
-void BatchUploader<Dtype>::Upload(const Batch<Dtype>& batch) {
-  std::shared_ptr<GpuContext> gpu;
+std::shared_ptr<GpuContext> BatchUploader<Dtype>::WaitUntilEnabled(
+    const std::function<bool()>& stopping) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Stopping is the prefetcher's, under its own lock: polled rather than signalled here.
+  while (gpu_ == nullptr) {
+    if (stopping()) return nullptr;
+    enabled_.wait_for(lock, std::chrono::milliseconds(10));
+  }
+  return gpu_;
+}
+
+template <typename Dtype>
+typename BatchUploader<Dtype>::Slot* BatchUploader<Dtype>::Prepare(Batch<Dtype>* batch) {
   Slot* slot = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (gpu_ == nullptr) return;
-    gpu = gpu_;
-    std::unique_ptr<Slot>& entry = slots_[&batch];
+    if (gpu_ == nullptr) return nullptr;
+    std::unique_ptr<Slot>& entry = slots_[batch];
     if (!entry) entry = std::make_unique<Slot>();
     slot = entry.get();
   }
-  gpu->MakeCurrent();
+  gpu_->MakeCurrent();
   if (!stream_) {
     stream_ = std::make_unique<Stream>();
     DOPPIO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_->stream, cudaStreamNonBlocking));
@@ -86,12 +80,57 @@ void BatchUploader<Dtype>::Upload(const Batch<Dtype>& batch) {
     DOPPIO_CUDA_CHECK(cudaEventSynchronize(slot->consumed));
     slot->consumed_pending = false;
   }
-  Stage(*gpu, stream_->stream, batch.shape, batch.data, &slot->data);
-  if (!batch.label.empty()) {
-    Stage(*gpu, stream_->stream, {static_cast<int>(batch.label.size())}, batch.label, &slot->label);
-  }
+  return slot;
+}
+
+template <typename Dtype>
+void BatchUploader<Dtype>::MarkReady(Slot* slot) {
+  // The batch goes to the consumer once its device copy is whole, so Forward never waits on
+  // this stream.
   DOPPIO_CUDA_CHECK(cudaStreamSynchronize(stream_->stream));
   slot->ready = true;
+}
+
+template <typename Dtype>
+void BatchUploader<Dtype>::Push(Blob<Dtype>* blob) {
+  if (blob->count() == 0) return;
+  // A ring's batch is pinned once, the first time it is uploaded (that once, PinHostMemory
+  // moves what the fill wrote); every later fill writes into the pinned memory.
+  blob->data()->PinHostMemory();
+  blob->data()->AsyncGpuPush(*gpu_, stream_->stream);
+}
+
+template <typename Dtype>
+void BatchUploader<Dtype>::Upload(Batch<Dtype>* batch) {
+  Slot* slot = Prepare(batch);
+  if (slot == nullptr || slot->ready) return;
+  Push(&batch->data);
+  Push(&batch->label);
+  MarkReady(slot);
+}
+
+template <typename Dtype>
+cudaStream_t BatchUploader<Dtype>::BeginDeviceFill(Batch<Dtype>* batch) {
+  Slot* slot = Prepare(batch);
+  DOPPIO_ENSURE(slot != nullptr) << "a batch is written on the device only in GPU mode";
+  // Allocated on the compute stream, whose kernels may still read a cached block that the
+  // upload stream is not ordered after (as in AsyncGpuPush).
+  if (batch->data.data()->head() == SyncedMemory::Head::kUninitialized) {
+    batch->data.mutable_gpu_data(*gpu_);
+    gpu_->Synchronize();
+  }
+  return stream_->stream;
+}
+
+template <typename Dtype>
+void BatchUploader<Dtype>::EndDeviceFill(Batch<Dtype>* batch) {
+  Slot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    slot = slots_.at(batch).get();
+  }
+  Push(&batch->label);
+  MarkReady(slot);
 }
 
 template <typename Dtype>
@@ -106,11 +145,11 @@ bool BatchUploader<Dtype>::CopyToTops(const Batch<Dtype>& batch, Blob<Dtype>* da
     gpu = gpu_;
     slot = it->second.get();
   }
-  data->Reshape(batch.shape);
-  gpu_copy(*gpu, data->count(), slot->data.gpu_data(*gpu), data->mutable_gpu_data(*gpu));
+  data->Reshape(batch.data.shape());
+  gpu_copy(*gpu, data->count(), batch.data.gpu_data(*gpu), data->mutable_gpu_data(*gpu));
   if (label) {
-    label->Reshape({batch.shape[0]});
-    gpu_copy(*gpu, label->count(), slot->label.gpu_data(*gpu), label->mutable_gpu_data(*gpu));
+    label->Reshape(batch.label.shape());
+    gpu_copy(*gpu, label->count(), batch.label.gpu_data(*gpu), label->mutable_gpu_data(*gpu));
   }
   slot->ready = false;
   gpu->MakeCurrent();

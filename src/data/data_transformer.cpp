@@ -385,16 +385,23 @@ void DataTransformer<Dtype>::ResizeWindow(const Pixels<Src>& pixels, int channel
 }
 
 template <typename Dtype>
+cv::Rect DataTransformer<Dtype>::CheckedWindow(int channels, int height, int width,
+                                               const Draw& draw, const std::string& where,
+                                               const std::vector<int>* expected) const {
+  CheckCrop(height, width, where, channels);
+  CheckOutput(OutputShape(channels, height, width), where, expected);
+  CheckMean(channels, height, width, where);
+  return WindowFor(height, width, draw);
+}
+
+template <typename Dtype>
 template <typename Src>
 void DataTransformer<Dtype>::TransformPixels(const Pixels<Src>& pixels, int channels, int height,
                                              int width, const Draw& draw, Dtype* out,
                                              const std::string& where,
                                              const std::vector<int>* expected) const {
-  CheckCrop(height, width, where, channels);
-  CheckOutput(OutputShape(channels, height, width), where, expected);
-  CheckMean(channels, height, width, where);
-  const cv::Rect window = WindowFor(height, width, draw);
-  const bool mirror = phase_ == TRAIN && draw.mirror;
+  const cv::Rect window = CheckedWindow(channels, height, width, draw, where, expected);
+  const bool mirror = Mirrors(draw);
   const Pixels<Src> at = {pixels.src + window.y * pixels.row + window.x * pixels.col,
                           pixels.channel, pixels.row, pixels.col};
   if (param_.resized_crop_size() > 0) {
@@ -416,11 +423,8 @@ void DataTransformer<Dtype>::TransformEncoded(const Datum& datum, const Draw& dr
   };
   if (!image.Open(datum.data(), DecodeFlag(), DecoderOf(param_), &reason)) throw undecodable();
   const int channels = image.channels(), height = image.height(), width = image.width();
-  CheckCrop(height, width, where, channels);
-  CheckOutput(OutputShape(channels, height, width), where, expected);
-  CheckMean(channels, height, width, where);
-  const cv::Rect window = WindowFor(height, width, draw);
-  const bool mirror = phase_ == TRAIN && draw.mirror;
+  const cv::Rect window = CheckedWindow(channels, height, width, draw, where, expected);
+  const bool mirror = Mirrors(draw);
   const int size = static_cast<int>(param_.resized_crop_size());
   cv::Mat decoded;
   if (size == 0) {

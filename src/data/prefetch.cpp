@@ -81,6 +81,12 @@ Batch<Dtype>* BatchPrefetcher<Dtype>::Take() {
 }
 
 template <typename Dtype>
+bool BatchPrefetcher<Dtype>::ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !full_.empty() || failed_;
+}
+
+template <typename Dtype>
 void BatchPrefetcher<Dtype>::Release(Batch<Dtype>* batch) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -2,6 +2,9 @@
 
 #include <glog/logging.h>
 
+#include <chrono>
+
+#include "doppio/util/thread_pool.hpp"
 #include "doppio/util/upgrade_net.hpp"
 
 namespace doppio {
@@ -9,6 +12,8 @@ namespace doppio {
 namespace {
 // The sub-stream of the base seed that crops and mirrors draw from.
 constexpr std::uint64_t kCropMirrorStream = 0xc409;
+// The most decoder threads a layer starts.
+constexpr int kMaxThreads = 256;
 }  // namespace
 
 TransformationParameter MergedTransformParam(const LayerParameter& param, const std::string& who) {
@@ -44,7 +49,10 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
   const std::string block = fields.block, shard_block = fields.shard_block;
   DOPPIO_ENSURE(fields.has_batch_size) << who << ": " << block << ".batch_size is not set";
   const long long batch_size = fields.batch_size, shard_rank = fields.shard_rank,
-                  shard_size = fields.shard_size, threads = fields.threads;
+                  shard_size = fields.shard_size;
+  const ThreadPool* budget = ThreadPool::Current();
+  const long long threads =
+      fields.has_threads ? fields.threads : std::min(kMaxThreads, budget ? budget->threads() : 1);
   DOPPIO_ENSURE(batch_size > 0 && batch_size <= (1 << 24))
       << who << ": " << block << ".batch_size must be at least 1, got " << batch_size;
   DOPPIO_ENSURE(shard_size >= 1) << who << ": " << shard_block
@@ -52,8 +60,9 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
   DOPPIO_ENSURE(shard_rank >= 0 && shard_rank < shard_size)
       << who << ": " << shard_block << ".shard_rank " << shard_rank << " is outside [0, "
       << shard_size << ")";
-  DOPPIO_ENSURE(threads >= 1 && threads <= 256)
-      << who << ": " << shard_block << ".threads must be between 1 and 256, got " << threads;
+  DOPPIO_ENSURE(threads >= 1 && threads <= kMaxThreads)
+      << who << ": " << shard_block << ".threads must be between 1 and " << kMaxThreads << ", got "
+      << threads;
   // Caffe reads the prefetch depth from data_param for every prefetching layer.
   const long long depth = param.data_param().prefetch();
   DOPPIO_ENSURE(depth >= 1 && depth <= 1024)
@@ -75,7 +84,9 @@ void BasePrefetchingDataLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const Bl
   std::vector<int> data_shape = {batch_size_, record_shape_[0], record_shape_[1], record_shape_[2]};
   top[0]->Reshape(data_shape);
   if (output_labels_) top[1]->Reshape({batch_size_});
-  LOG(INFO) << who << ": output data size " << top[0]->shape_string()
+  LOG(INFO) << who << ": output data size " << top[0]->shape_string() << ", " << threads_
+            << " decoder thread" << (threads_ > 1 ? "s" : "")
+            << (fields.has_threads ? "" : " (the process's CPU threads)")
             << (shard_size_ > 1 ? ", shard " + std::to_string(shard_rank_) + " of " +
                                       std::to_string(shard_size_)
                                 : std::string());
@@ -107,17 +118,44 @@ void BasePrefetchingDataLayer<Dtype>::SeekStream(std::uint64_t position) {
 }
 
 template <typename Dtype>
+InputStats BasePrefetchingDataLayer<Dtype>::input_stats() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return stats_;
+}
+
+template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::FillBatch(Batch<Dtype>* batch) {
+  const auto start = std::chrono::steady_clock::now();
   LoadBatch(batch);
+  // A fill that Stop cut short (LoadBatch may return early then) made nothing to upload or
+  // count, and the prefetcher drops it.
+  if (prefetch_stopping()) return;
 #ifdef DOPPIO_WITH_CUDA
-  uploader_.Upload(*batch);
+  uploader_.Upload(batch);
 #endif
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  stats_.records += static_cast<std::uint64_t>(batch->data.shape(0));
+  stats_.fill_seconds += seconds;
 }
 
 template <typename Dtype>
 Batch<Dtype>* BasePrefetchingDataLayer<Dtype>::TakeBatch() {
+  // Only this thread takes batches, so a batch ready now is still there in Take.
+  const bool waits = !prefetcher_->ready();
+  const auto start = std::chrono::steady_clock::now();
   try {
-    return prefetcher_->Take();
+    Batch<Dtype>* batch = prefetcher_->Take();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    ++stats_.batches;
+    if (waits) {
+      ++stats_.waits;
+      stats_.wait_seconds += seconds;
+    }
+    return batch;
   } catch (const Error& error) {
     const std::string who = this->Describe();
     if (std::string(error.what()).find(who) != std::string::npos) throw;
@@ -128,11 +166,13 @@ Batch<Dtype>* BasePrefetchingDataLayer<Dtype>::TakeBatch() {
 template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::CopyToTopsOnHost(const Batch<Dtype>& batch,
                                                        const BlobVec& top) {
-  top[0]->Reshape(batch.shape);
-  std::memcpy(top[0]->mutable_cpu_data(), batch.data.data(), batch.data.size() * sizeof(Dtype));
+  top[0]->Reshape(batch.data.shape());
+  std::memcpy(top[0]->mutable_cpu_data(), batch.data.cpu_data(),
+              batch.data.count() * sizeof(Dtype));
   if (output_labels_) {
-    top[1]->Reshape({batch.shape[0]});
-    std::memcpy(top[1]->mutable_cpu_data(), batch.label.data(), batch.label.size() * sizeof(Dtype));
+    top[1]->Reshape(batch.label.shape());
+    std::memcpy(top[1]->mutable_cpu_data(), batch.label.cpu_data(),
+                batch.label.count() * sizeof(Dtype));
   }
 }
 

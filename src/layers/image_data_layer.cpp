@@ -58,8 +58,8 @@ int ImageDataLayer<Dtype>::EntryAt(std::uint64_t position) {
 template <typename Dtype>
 typename BasePrefetchingDataLayer<Dtype>::ReaderFields ImageDataLayer<Dtype>::Reader() const {
   const auto& p = this->layer_param_.image_data_param();
-  return {"image_data_param", true,           p.batch_size(), "image_data_param",
-          p.shard_rank(),     p.shard_size(), p.threads()};
+  return {"image_data_param", true,           p.batch_size(),  "image_data_param",
+          p.shard_rank(),     p.shard_size(), p.has_threads(), p.threads()};
 }
 
 template <typename Dtype>
@@ -132,9 +132,10 @@ void ImageDataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   const int batch_size = this->batch_size_;
   const std::vector<int>& shape = this->record_shape_;
   const std::size_t record_count = static_cast<std::size_t>(shape[0]) * shape[1] * shape[2];
-  batch->shape = {batch_size, shape[0], shape[1], shape[2]};
-  batch->data.resize(record_count * batch_size);
-  batch->label.resize(batch_size);
+  batch->data.Reshape({batch_size, shape[0], shape[1], shape[2]});
+  batch->label.Reshape({batch_size});
+  Dtype* const data = batch->data.mutable_cpu_data();
+  Dtype* const labels = batch->label.mutable_cpu_data();
   batch_entries_.resize(batch_size);
   draws_.resize(batch_size);
   for (int i = 0; i < batch_size; ++i) {
@@ -148,9 +149,9 @@ void ImageDataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
     const int index = batch_entries_[i];
     cv::Mat image;
     ReadEntry(index, &image);
-    this->transformer_->Transform(image, draws_[i], batch->data.data() + record_count * i,
-                                  EntryName(index), &shape);
-    batch->label[i] = static_cast<Dtype>(entries_[index].label);
+    this->transformer_->Transform(image, draws_[i], data + record_count * i, EntryName(index),
+                                  &shape);
+    labels[i] = static_cast<Dtype>(entries_[index].label);
   });
 }
 

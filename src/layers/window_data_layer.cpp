@@ -105,8 +105,8 @@ template <typename Dtype>
 typename BasePrefetchingDataLayer<Dtype>::ReaderFields WindowDataLayer<Dtype>::Reader() const {
   const auto& p = this->layer_param_.window_data_param();
   const auto& shard = this->layer_param_.data_param();
-  return {"window_data_param", p.has_batch_size(), p.batch_size(), "data_param",
-          shard.shard_rank(),  shard.shard_size(), shard.threads()};
+  return {"window_data_param", p.has_batch_size(), p.batch_size(),      "data_param",
+          shard.shard_rank(),  shard.shard_size(), shard.has_threads(), shard.threads()};
 }
 
 template <typename Dtype>
@@ -366,10 +366,12 @@ template <typename Dtype>
 void WindowDataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   const int batch_size = this->batch_size_;
   const std::size_t record_count = static_cast<std::size_t>(channels_) * crop_size_ * crop_size_;
-  batch->shape = {batch_size, channels_, crop_size_, crop_size_};
+  batch->data.Reshape({batch_size, channels_, crop_size_, crop_size_});
+  batch->label.Reshape({batch_size});
+  Dtype* const data = batch->data.mutable_cpu_data();
+  Dtype* const labels = batch->label.mutable_cpu_data();
   // What a window's context does not cover (outside the image) stays 0.
-  batch->data.assign(record_count * batch_size, Dtype(0));
-  batch->label.resize(batch_size);
+  std::fill_n(data, record_count * batch_size, Dtype(0));
   samples_.resize(batch_size);
   for (int i = 0; i < batch_size; ++i) {
     const std::uint64_t position = sequence_->Position(batch_k_, i);
@@ -386,9 +388,8 @@ void WindowDataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   ++batch_k_;
   this->workers_->For(batch_size, [&](int i) {
     const Window& window = *samples_[i].window;
-    WarpWindow(LoadImage(window.image), window, samples_[i].mirror,
-               batch->data.data() + record_count * i);
-    batch->label[i] = static_cast<Dtype>(window.label);
+    WarpWindow(LoadImage(window.image), window, samples_[i].mirror, data + record_count * i);
+    labels[i] = static_cast<Dtype>(window.label);
   });
 }
 

@@ -92,6 +92,22 @@ std::string FormatDuration(double seconds) {
   return text;
 }
 
+// The input pipeline over one display interval, for the rate line: what its filling
+// produces while busy (its capacity, above the consumption rate when the input keeps up), and
+// how long the step waited for it. Empty for a net without such layers.
+std::string DescribeInput(const InputStats& interval) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1);
+  if (interval.fill_seconds > 0) {
+    text << "; input " << interval.records / interval.fill_seconds << " records/s";
+  }
+  if (interval.waits > 0) {
+    text << "; step waited for data " << interval.wait_seconds * 1e3 << " ms in " << interval.waits
+         << " of " << interval.batches << " batches";
+  }
+  return text.str();
+}
+
 }  // namespace
 
 template <typename Dtype>
@@ -352,6 +368,7 @@ void Solver<Dtype>::Step(int iters) {
   smoothed_loss_ = 0;
   last_display_time_ = std::chrono::steady_clock::now();
   last_display_iter_ = iter_;
+  last_input_stats_ = net_->input_stats();
 
   while (iter_ < stop_iter) {
     net_->ClearParamDiffs();
@@ -480,6 +497,7 @@ void Solver<Dtype>::DisplayProgress(int stop_iter) {
   const auto now = std::chrono::steady_clock::now();
   const double seconds = std::chrono::duration<double>(now - last_display_time_).count();
   const int iterations = iter_ - last_display_iter_;
+  const InputStats input = net_->input_stats();
   if (iterations > 0 && seconds > 0) {
     const double iters_per_second = iterations / seconds;
     // Images per iteration: the batch (first axis) of the first data layer's first top.
@@ -495,11 +513,13 @@ void Solver<Dtype>::DisplayProgress(int stop_iter) {
     line << std::fixed << std::setprecision(iters_per_second < 10 ? 3 : 1);
     line << "Iteration " << iter_ << " (" << iters_per_second << " iter/s, " << std::setprecision(1)
          << iters_per_second * batch * param_.iter_size() << " images/s, ETA "
-         << FormatDuration((stop_iter - iter_) / iters_per_second) << ")";
+         << FormatDuration((stop_iter - iter_) / iters_per_second) << ")"
+         << DescribeInput(input - last_input_stats_);
     LOG(INFO) << line.str();
   }
   last_display_time_ = now;
   last_display_iter_ = iter_;
+  last_input_stats_ = input;
   const auto& outputs = net_->output_blobs();
   int score_index = 0;
   for (std::size_t j = 0; j < outputs.size(); ++j) {

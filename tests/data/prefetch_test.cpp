@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -13,6 +14,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Batch n: `count` values n and the label -n.
+void Fill(Batch<float>* batch, int n, int count) {
+  batch->data.Reshape({count});
+  std::fill_n(batch->data.mutable_cpu_data(), count, static_cast<float>(n));
+  batch->label.Reshape({1});
+  batch->label.mutable_cpu_data()[0] = static_cast<float>(-n);
+}
+
 // A fill that numbers the batches it makes, sleeping `delay_ms` for each.
 struct CountingFill {
   std::atomic<int> next{0};
@@ -20,9 +29,7 @@ struct CountingFill {
   void operator()(Batch<float>* batch) {
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     const int n = next++;
-    batch->shape = {1};
-    batch->data.assign(3, static_cast<float>(n));
-    batch->label.assign(1, static_cast<float>(-n));
+    Fill(batch, n, 3);
   }
 };
 
@@ -30,8 +37,8 @@ std::vector<float> Consume(BatchPrefetcher<float>* prefetcher, int count, int co
   std::vector<float> seen;
   for (int i = 0; i < count; ++i) {
     Batch<float>* batch = prefetcher->Take();
-    seen.push_back(batch->data[0]);
-    EXPECT_EQ(batch->label[0], -batch->data[0]);
+    seen.push_back(batch->data.cpu_data()[0]);
+    EXPECT_EQ(batch->label.cpu_data()[0], -batch->data.cpu_data()[0]);
     if (consumer_delay_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(consumer_delay_ms));
     }
@@ -53,6 +60,23 @@ TEST(BatchPrefetcherTest, DeliversBatchesInOrderWhateverTheSpeeds) {
           << "depth " << depth << " fill delay " << fill_delay;
     }
   }
+}
+
+// ready() says whether Take would return at once (the data layer counts the waits by it).
+TEST(BatchPrefetcherTest, ReadyTellsWhetherTakeWouldWait) {
+  CountingFill fill;
+  BatchPrefetcher<float> prefetcher(1, [&](Batch<float>* b) { fill(b); });
+  prefetcher.Start();
+  Batch<float>* batch = prefetcher.Take();
+  // The ring's only batch is the caller's: nothing can be ready.
+  EXPECT_FALSE(prefetcher.ready());
+  prefetcher.Release(batch);
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!prefetcher.ready() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(prefetcher.ready());
+  EXPECT_EQ(prefetcher.Take()->data.cpu_data()[0], 1.0f);
 }
 
 TEST(BatchPrefetcherTest, FillsAtMostDepthAhead) {
@@ -105,8 +129,7 @@ TEST(BatchPrefetcherTest, FillErrorSurfacesInTakeAfterTheFinishedBatches) {
   BatchPrefetcher<float> prefetcher(4, [&](Batch<float>* batch) {
     const int n = calls++;
     if (n == 2) throw Error("layer 'd' (Data): record '00000002' is not a Datum");
-    batch->data.assign(1, static_cast<float>(n));
-    batch->label.assign(1, static_cast<float>(-n));
+    Fill(batch, n, 1);
   });
   prefetcher.Start();
   EXPECT_EQ(Consume(&prefetcher, 2, 0), (std::vector<float>{0, 1}));

@@ -17,6 +17,7 @@
 #include "doppio/core/net.hpp"
 #include "doppio/data/image_io.hpp"
 #include "doppio/util/io.hpp"
+#include "doppio/util/thread_pool.hpp"
 #include "log_capture.hpp"
 #include "test_util.hpp"
 
@@ -298,6 +299,41 @@ TYPED_TEST(DataLayerTest, PrefetchDepthThreadsAndSpeedDoNotChangeResults) {
     differs |= reseeded[k].data != reference[k].data;
   EXPECT_TRUE(differs);
   EXPECT_EQ(reseeded[0].label, reference[0].label);
+}
+
+// Without data_param.threads, the decoders are as many as the threads of the pool current
+// when the net is built (doppio's thread budget: the cores shared among the node's ranks).
+TYPED_TEST(DataLayerTest, DecoderThreadsDefaultToTheCurrentPoolsAndResultsStayTheSame) {
+  const std::string source = this->Source(9);
+  const std::string transform = "crop_size: 2 mirror: true";
+  auto run = [&](const std::string& threads) {
+    LogCapture log(google::INFO);
+    auto net = MakeNet<TypeParam>(DataNet(source, "batch_size: 4 " + threads, transform, "TRAIN"));
+    std::vector<Step> steps;
+    for (int k = 0; k < 4; ++k) steps.push_back(Forward(net.get()));
+    return std::pair{steps, log.text()};
+  };
+  const auto [one, one_log] = run("threads: 1");
+  EXPECT_CONTAINS(one_log, "1 decoder thread");
+  ThreadPool pool(3);
+  ThreadPool::Scope scope(&pool);
+  const auto [budget, budget_log] = run("");
+  EXPECT_CONTAINS(budget_log, "3 decoder threads (the process's CPU threads)");
+  const auto [explicit_two, two_log] = run("threads: 2");
+  EXPECT_CONTAINS(two_log, "2 decoder threads");
+  for (std::size_t k = 0; k < one.size(); ++k) {
+    EXPECT_EQ(budget[k].data, one[k].data) << "batch " << k;
+    EXPECT_EQ(explicit_two[k].data, one[k].data) << "batch " << k;
+  }
+}
+
+// decode: GPU needs nvJPEG and a GPU: a CPU net is refused, at set-up in a build without
+// nvJPEG, at its first Forward in one with it.
+TYPED_TEST(DataLayerTest, DecodeOnTheGpuIsRefusedOnTheCpu) {
+  const std::string source = this->Source(2);
+  EXPECT_ERROR_WITH(
+      [&] { MakeNet<TypeParam>(DataNet(source, "batch_size: 1 decode: GPU"))->Forward(); }(),
+      "layer 'data' (Data)", "data_param.decode: GPU");
 }
 
 TYPED_TEST(DataLayerTest, ShardsCropDifferentlyButReproducibly) {

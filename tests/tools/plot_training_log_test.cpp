@@ -36,10 +36,13 @@ const char* kCaffeLog =
     "= 0.125\n";
 
 // An MPI run: rank 0 logs as usual; other ranks' lines carry "rank N" and are not plotted.
+// Its rate line has the input pipeline's part, which is not a point either.
 const char* kMpiLog =
     "I20261121 10:00:00.000000 77 solver.cpp:300] Iteration 0, loss = 2.5\n"
     "W20261121 10:00:01.000000 rank 1 solver.cpp:300] Iteration 50, loss = 99\n"
     "I20261121 10:00:02.000000 77 solver.cpp:300] Iteration 100, loss = 0.5\n"
+    "I20261121 10:00:02.000000 77 solver.cpp:518] Iteration 100 (50.0 iter/s, 3200.0 images/s, "
+    "ETA 0:00:18); input 5231.4 records/s; step waited for data 12.3 ms in 3 of 100 batches\n"
     "I20261121 10:00:03.000000 77 solver.cpp:364] Iteration 100, Testing net (#0)\n"
     "I20261121 10:00:04.000000 77 solver.cpp:413]     Test net output #0: accuracy = 0.9\n";
 

@@ -9,6 +9,7 @@
 #include "doppio/core/blob.hpp"
 #include "doppio/core/common.hpp"
 #include "doppio/core/input_exchange.hpp"
+#include "doppio/core/input_stats.hpp"
 #include "doppio/device/cpu_options.hpp"
 #include "doppio/device/gpu_context.hpp"
 #include "doppio/util/rng.hpp"
@@ -127,6 +128,9 @@ class Layer {
   // is a programming error.
   virtual std::optional<std::uint64_t> stream_position() const { return std::nullopt; }
   virtual void SeekStream(std::uint64_t position);
+  // For a layer that fills batches in the background: its counters since SetUp (safe to
+  // call while it fills). Zero for the others.
+  virtual InputStats input_stats() const { return {}; }
 
   // Buffers a layer keeps from Forward for Backward. A layer that keeps, from its Forward
   // until after its Backward, an exact copy of what Forward wrote to top[top_index] returns

@@ -84,6 +84,8 @@ class Net {
   const std::vector<std::string>& blob_names() const { return blob_names_; }
   const std::vector<std::shared_ptr<Blob<Dtype>>>& blobs() const { return blobs_; }
   const std::vector<std::shared_ptr<Layer<Dtype>>>& layers() const { return layers_; }
+  // The sum of its layers' input_stats (those that read records).
+  InputStats input_stats() const;
   const std::vector<std::vector<Blob<Dtype>*>>& bottom_vecs() const { return bottom_vecs_; }
   const std::vector<std::vector<Blob<Dtype>*>>& top_vecs() const { return top_vecs_; }
   const std::vector<std::vector<int>>& bottom_id_vecs() const { return bottom_id_vecs_; }

@@ -62,6 +62,13 @@ class DataTransformer {
   // The window of a height x width record that the output is taken from: crop_size's,
   // the random-resized crop's, or the whole record.
   cv::Rect WindowFor(int height, int width, const Draw& draw) const;
+  // WindowFor a record of channels x height x width after the checks Transform makes (the
+  // crop fits, the mean file's shape, the output's shape is *expected when given): for a
+  // transform done elsewhere (nvJPEG and the device, data_param.decode: GPU).
+  cv::Rect CheckedWindow(int channels, int height, int width, const Draw& draw,
+                         const std::string& where, const std::vector<int>* expected) const;
+  // Whether the output is mirrored (TRAIN only).
+  bool Mirrors(const Draw& draw) const { return phase_ == TRAIN && draw.mirror; }
 
   // Writes C*H*W values to out. Throws Error naming the layer and the record for a record
   // whose size disagrees with its shape, a crop larger than the record, a mean of another

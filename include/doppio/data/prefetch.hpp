@@ -11,16 +11,18 @@
 #include <thread>
 #include <vector>
 
+#include "doppio/core/blob.hpp"
 #include "doppio/core/common.hpp"
 
 namespace doppio {
 
-// One batch of input: data (shape[0] records) and one label per record.
+// One batch of input: data (shape(0) records) and one label per record. Blobs, so that in GPU
+// mode the records are written straight into pinned host memory and copied from there, or
+// decoded on the device (BatchUploader).
 template <typename Dtype>
 struct Batch {
-  std::vector<int> shape;
-  std::vector<Dtype> data;
-  std::vector<Dtype> label;
+  Blob<Dtype> data;
+  Blob<Dtype> label;
   // The stream position of the first record (ShardSequence); the others follow it.
   std::uint64_t first_position = 0;
 };
@@ -49,6 +51,8 @@ class BatchPrefetcher {
 
   // Blocks until a batch is ready. The batch stays the caller's until Release.
   Batch<Dtype>* Take();
+  // Whether Take would return without waiting (a batch is ready, or the thread failed).
+  bool ready() const;
   void Release(Batch<Dtype>* batch);
 
  private:

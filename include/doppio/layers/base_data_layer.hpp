@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   std::uint64_t batches_per_epoch() const override { return batches_per_epoch_; }
   // Counts the batches Forward has taken, not those the prefetch thread has read ahead:
   // a snapshot taken at any moment resumes at the first batch the net has not seen.
+  InputStats input_stats() const override;
   std::optional<std::uint64_t> stream_position() const override {
     return stream_start_ + batches_taken_ * static_cast<std::uint64_t>(batch_size_) *
                                static_cast<std::uint64_t>(shard_size_);
@@ -66,7 +68,9 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
     bool has_batch_size;
     long long batch_size;
     const char* shard_block;
-    long long shard_rank, shard_size, threads;
+    long long shard_rank, shard_size;
+    bool has_threads;
+    long long threads;
   };
   virtual ReaderFields Reader() const = 0;
   // Reads the layer's parameters, opens the source and returns the shape {C, H, W} of one
@@ -81,6 +85,8 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   void StreamFrom(std::uint64_t position);
   // Subclasses' destructors must call this before their members go away.
   void StopPrefetching();
+  // Whether the prefetch thread is asked to end (LoadBatch may return early then).
+  bool prefetch_stopping() const { return prefetcher_->stopping(); }
 
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
 #ifdef DOPPIO_WITH_CUDA
@@ -90,7 +96,9 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {}
 
-  // Set before DataLayerSetUp runs.
+  // Set before DataLayerSetUp runs. threads_: the decoder threads, threads when set, else the
+  // threads of the pool current when the layer is set up, which for `doppio` and Python is the
+  // process's thread budget (its cores shared among its node's ranks).
   int batch_size_ = 0;
   int shard_rank_ = 0, shard_size_ = 1;
   int threads_ = 1;
@@ -111,11 +119,18 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   void CopyToTopsOnHost(const Batch<Dtype>& batch, const BlobVec& top);
 
 #ifdef DOPPIO_WITH_CUDA
-  // Declared before the prefetcher, whose thread uses it, so that it outlives that thread.
+ protected:
+  // Declared before the prefetcher, whose thread uses it, so that it outlives that thread. A
+  // subclass that writes batches on the device uses it in LoadBatch.
   BatchUploader<Dtype> uploader_;
+
+ private:
 #endif
   std::unique_ptr<BatchPrefetcher<Dtype>> prefetcher_;
   int prefetch_depth_ = 1;
+  // Filled on the prefetch thread, taken on the net's.
+  mutable std::mutex stats_mutex_;
+  InputStats stats_;
   // The stream position of the first batch, and the batches Forward has taken since.
   std::uint64_t stream_start_ = 0;
   std::uint64_t batches_taken_ = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "doppio/core/common.hpp"
+#include "doppio/core/input_stats.hpp"
 #include "doppio/core/net.hpp"
 #include "doppio/solvers/solver_action.hpp"
 
@@ -176,6 +177,7 @@ class Solver {
   // Display bookkeeping: rate since the previous display line.
   std::chrono::steady_clock::time_point last_display_time_;
   int last_display_iter_ = 0;
+  InputStats last_input_stats_;
 };
 
 }  // namespace doppio
