@@ -17,6 +17,7 @@
 #include "common_flags.hpp"
 #include "doppio/core/common.hpp"
 #include "tool_faults.hpp"
+#include "wait_policy.hpp"
 
 namespace doppio {
 
@@ -134,16 +135,23 @@ DOPPIO_REGISTER_COMMAND_WITH_ARGUMENTS(help,
 
 }  // namespace doppio
 
+// Where the first start of the process tells the second why it chose OpenMP's wait policy.
+static constexpr char kWaitPolicyReason[] = "DOPPIO_WAIT_POLICY_REASON";
+
 int main(int argc, char** argv) {
-  // OpenMP's threads (oneDNN's and Doppio's pool) sleep when they wait instead of spinning:
-  // on LeNet, 2 cores, `doppio train` ran about as fast either way on a quiet machine and, with
-  // one core kept busy by another process, at 22 iter/s passive against 12 spinning
-  // (bench/README.md, cpu_train_vs_pytorch.py). libgomp reads OMP_WAIT_POLICY once, when it is
-  // loaded, before main: so the process starts itself again with it set. A user's value wins.
+  // OpenMP's threads (oneDNN's and Doppio's pool) spin while they wait on a quiet machine and
+  // sleep on a busy one (tools/lib/wait_policy.hpp says why). libgomp reads OMP_WAIT_POLICY
+  // once, when it is loaded, before main: so the process starts itself again with it set, and
+  // says why for the log. A user's value wins.
   if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    const doppio::WaitPolicyChoice choice =
+        doppio::ChooseWaitPolicy(doppio::OtherRunnableTasks(), doppio::JobRanks());
+    setenv("OMP_WAIT_POLICY", choice.policy.c_str(), 1);
+    setenv(kWaitPolicyReason, choice.reason.c_str(), 1);
     execv("/proc/self/exe", argv);
     // Where /proc is missing the process goes on with OpenMP's default policy.
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv(kWaitPolicyReason);
   }
   FLAGS_alsologtostderr = 1;
   FLAGS_colorlogtostderr = false;
@@ -191,6 +199,13 @@ int main(int argc, char** argv) {
           << " (leave it out for the cores this process may use shared among its node's ranks)";
       threads =
           std::make_unique<doppio::ThreadBudget>(FLAGS_threads, doppio::LocalRanksFromLauncher());
+      const char* policy = std::getenv("OMP_WAIT_POLICY");
+      const char* reason = std::getenv(kWaitPolicyReason);
+      if (policy != nullptr) {
+        LOG(INFO) << "OpenMP's waiting threads: OMP_WAIT_POLICY=" << policy << " ("
+                  << (reason != nullptr ? reason : "set by the environment") << ")";
+      }
+      unsetenv(kWaitPolicyReason);
     }
     return doppio::CommandTable()[argv[1]].run();
   } catch (const doppio::Error& error) {
