@@ -103,6 +103,14 @@ void BasePrefetchingDataLayer<Dtype>::StartPrefetching() {
 }
 
 template <typename Dtype>
+std::size_t BasePrefetchingDataLayer<Dtype>::ShapeBatch(Batch<Dtype>* batch) const {
+  const std::vector<int>& shape = record_shape_;
+  batch->data.Reshape({batch_size_, shape[0], shape[1], shape[2]});
+  batch->label.Reshape({batch_size_});
+  return static_cast<std::size_t>(shape[0]) * shape[1] * shape[2];
+}
+
+template <typename Dtype>
 void BasePrefetchingDataLayer<Dtype>::StreamFrom(std::uint64_t position) {
   stream_start_ = position;
   batches_taken_ = 0;

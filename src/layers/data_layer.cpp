@@ -129,10 +129,8 @@ void DataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   }
 #endif
   const int batch_size = this->batch_size_;
+  const std::size_t record_count = this->ShapeBatch(batch);
   const std::vector<int>& shape = this->record_shape_;
-  const std::size_t record_count = static_cast<std::size_t>(shape[0]) * shape[1] * shape[2];
-  batch->data.Reshape({batch_size, shape[0], shape[1], shape[2]});
-  batch->label.Reshape({batch_size});
   Dtype* const data = batch->data.mutable_cpu_data();
   Dtype* const labels = batch->label.mutable_cpu_data();
 
@@ -183,9 +181,8 @@ void DataLayer<Dtype>::LoadBatchOnGpu(Batch<Dtype>* batch) {
     }
   }
   const int batch_size = this->batch_size_;
+  this->ShapeBatch(batch);
   const std::vector<int>& shape = this->record_shape_;
-  batch->data.Reshape({batch_size, shape[0], shape[1], shape[2]});
-  batch->label.Reshape({batch_size});
   Dtype* const labels = batch->label.mutable_cpu_data();
   ReadRecords(batch);
   datums_.resize(batch_size);
@@ -261,15 +258,7 @@ void DataLayer<Dtype>::LoadBatchOnGpu(Batch<Dtype>* batch) {
   }
   std::memcpy(jobs_->mutable_cpu_data(), windows_.data(), bytes);
   jobs_->AsyncGpuPush(*gpu, stream);
-  GpuWindowTransform transform;
-  transform.channels = shape[0];
-  transform.out_h = shape[1];
-  transform.out_w = shape[2];
-  transform.resize = param.resized_crop_size() > 0;
-  transform.mean_values = param.mean_value_size();
-  for (int c = 0; c < std::min(param.mean_value_size(), 4); ++c) {
-    transform.mean[c] = param.mean_value(c);
-  }
+  GpuWindowTransform transform = GpuWindowTransformFor(param, shape);
   transform.mean_image = mean_image_.count() > 0 ? mean_image_.gpu_data(*gpu) : nullptr;
   transform.scale = param.scale();
   gpu_transform_windows(transform, static_cast<const GpuWindowJob*>(jobs_->gpu_data(*gpu)),

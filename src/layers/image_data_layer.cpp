@@ -130,10 +130,8 @@ void ImageDataLayer<Dtype>::RestartStreamAt(std::uint64_t position) {
 template <typename Dtype>
 void ImageDataLayer<Dtype>::LoadBatch(Batch<Dtype>* batch) {
   const int batch_size = this->batch_size_;
+  const std::size_t record_count = this->ShapeBatch(batch);
   const std::vector<int>& shape = this->record_shape_;
-  const std::size_t record_count = static_cast<std::size_t>(shape[0]) * shape[1] * shape[2];
-  batch->data.Reshape({batch_size, shape[0], shape[1], shape[2]});
-  batch->label.Reshape({batch_size});
   Dtype* const data = batch->data.mutable_cpu_data();
   Dtype* const labels = batch->label.mutable_cpu_data();
   batch_entries_.resize(batch_size);

@@ -62,14 +62,7 @@ TYPED_TEST(WindowTransformGpuTest, MatchesTheCpuTransformOfTheSamePixels) {
                  window.height,
                  transformer.Mirrors(draw)};
     }
-    GpuWindowTransform transform;
-    transform.channels = shape[0];
-    transform.out_h = shape[1];
-    transform.out_w = shape[2];
-    transform.resize = param.resized_crop_size() > 0;
-    transform.mean_values = param.mean_value_size();
-    for (int c = 0; c < param.mean_value_size(); ++c) transform.mean[c] = param.mean_value(c);
-    transform.scale = param.scale();
+    const GpuWindowTransform transform = GpuWindowTransformFor(param, shape);
     GpuWindowJob* device_jobs = nullptr;
     Dtype* out = nullptr;
     ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&device_jobs), sizeof(GpuWindowJob) * kRecords),

@@ -8,8 +8,11 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace doppio {
+
+class TransformationParameter;
 
 // One record: its decoded pixels (8-bit, HWC with the transform's channels interleaved, rows
 // `pitch` bytes apart, in device memory), its size, the window the output is taken from, and
@@ -36,6 +39,11 @@ struct GpuWindowTransform {
   const float* mean_image = nullptr;
   float scale = 1;
 };
+
+// The transform `param` describes for records of `record_shape` ({C, H, W}); mean_image is
+// left for the caller, which holds it in device memory. Up to 4 mean values, as DataTransformer.
+GpuWindowTransform GpuWindowTransformFor(const TransformationParameter& param,
+                                         const std::vector<int>& record_shape);
 
 // Writes n records of channels x out_h x out_w values each to `out` (device memory), in
 // order, on `stream`; `jobs` are in device memory.

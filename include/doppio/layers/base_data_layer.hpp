@@ -81,6 +81,9 @@ class BasePrefetchingDataLayer : public Layer<Dtype> {
   // Points the reader at global stream position `position`: this rank's share of the
   // global batch that starts there comes next. Subclasses call StreamFrom, not this.
   virtual void RestartStreamAt(std::uint64_t position) = 0;
+  // Gives `batch` batch_size_ records of record_shape_ and as many labels; returns the values
+  // of one record.
+  std::size_t ShapeBatch(Batch<Dtype>* batch) const;
   // Starts the stream at `position` (DataLayerSetUp: 0 or rand_skip's offset).
   void StreamFrom(std::uint64_t position);
   // Subclasses' destructors must call this before their members go away.
