@@ -13,7 +13,9 @@ Doppio runs once per engine setting (`--engines`): CAFFE (`doppio time --engine=
 its own im2col + OpenBLAS kernels), ONEDNN (`--engine=ONEDNN`: every layer oneDNN can
 run on oneDNN, the rest on CAFFE) and DEFAULT (no `--engine`: what a net without
 `engine` fields runs, i.e. what users get; it differs from ONEDNN where the engine's
-default rule keeps a layer on CAFFE, e.g. LRN). The frameworks take turns, in a rotating order, for several rounds,
+default rule keeps a layer on CAFFE, e.g. LRN); BF16 is DEFAULT with `--precision=bf16`
+(mixed precision: bf16 activations between the oneDNN layers, docs/precision.md; it needs
+a CPU with AVX512-BF16, and is not in the default --engines). The frameworks take turns, in a rotating order, for several rounds,
 because timings on a shared machine vary by +-20%; each keeps its best. The peak
 resident memory of each Doppio run is reported too, and the fraction of the cores'
 peak FLOP/s each run reaches: the FLOPs of one iteration are counted from the net
@@ -60,7 +62,7 @@ FB_RE = re.compile(r"Average Forward-Backward:\s*([0-9.eE+-]+)\s*ms")
 F_RE = re.compile(r"Average Forward pass:\s*([0-9.eE+-]+)\s*ms")
 B_RE = re.compile(r"Average Backward pass:\s*([0-9.eE+-]+)\s*ms")
 PEAK_RE = re.compile(r"Peak host memory:\s*([0-9.]+)\s*MiB")
-ENGINES = ("CAFFE", "ONEDNN", "DEFAULT")
+ENGINES = ("CAFFE", "ONEDNN", "DEFAULT", "BF16")
 
 
 # --------------------------------------------------------------------------- PyTorch nets
@@ -353,7 +355,9 @@ def time_doppio(doppio, engine, net, batch, threads, iterations, timeout):
     cmd = [doppio, "time", "--model=" + model, "--iterations=%d" % iterations,
            "--phase=TRAIN", "--threads=%d" % threads, "--batch=%d" % batch,
            "--input_shape=%s" % ",".join(str(d) for d in NETS[net]["shape"])]
-    if engine != "DEFAULT":
+    if engine == "BF16":
+        cmd.append("--precision=bf16")
+    elif engine != "DEFAULT":
         cmd.append("--engine=" + engine)
     env = dict(os.environ)
     # in case the BLAS or OpenMP runtime sizes its pool before --threads is applied
@@ -373,7 +377,7 @@ def time_doppio(doppio, engine, net, batch, threads, iterations, timeout):
                else "no 'Average Forward-Backward' line")
         raise RuntimeError("%s: %s\n    %s" % (" ".join(cmd), why, tail))
     # DEFAULT must reach oneDNN too: a build without it would time CAFFE twice.
-    expected = "ONEDNN" if engine == "DEFAULT" else engine
+    expected = "ONEDNN" if engine in ("DEFAULT", "BF16") else engine
     if ("Engine %s runs" % expected) not in out:
         raise RuntimeError("%s: no layer ran on engine %s (a build without it?)"
                            % (" ".join(cmd), expected))
@@ -417,7 +421,7 @@ def parse_args(argv):
                     help="OMP_WAIT_POLICY=PASSIVE for both frameworks: idle OpenMP threads "
                     "sleep instead of spinning (on a loaded machine, spinning threads of "
                     "oneDNN and PyTorch take the cores their partners need)")
-    ap.add_argument("--engines", default=",".join(ENGINES),
+    ap.add_argument("--engines", default=",".join(ENGINES[:3]),
                     help="comma-separated Doppio engine settings to time, from %s "
                     "(default: %%(default)s)" % ",".join(ENGINES))
     ap.add_argument("--json", metavar="FILE",

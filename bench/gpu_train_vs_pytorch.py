@@ -58,9 +58,10 @@ DEFAULT_NETS = "alexnet,googlenet,resnet50"
 FB_RE = re.compile(r"Average Forward-Backward:\s*([0-9.eE+-]+)\s*ms")
 F_RE = re.compile(r"Average Forward pass:\s*([0-9.eE+-]+)\s*ms")
 B_RE = re.compile(r"Average Backward pass:\s*([0-9.eE+-]+)\s*ms")
-# The per-layer table `doppio time` prints on stdout: name, type, engine, forward ms, backward
-# ms, share.
-LAYER_RE = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%$")
+# The per-layer table `doppio time` prints on stdout: name, type, engine, precision, forward
+# ms, backward ms, share.
+LAYER_RE = re.compile(
+    r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%$")
 # The layers one cuDNN batch normalization call computes in PyTorch's nets (with the ReLU after
 # it), for the normalization row: Doppio's are the prototxt's separate layers.
 NORMALIZATION_TYPES = ("BatchNorm", "Scale", "ReLU")
@@ -261,8 +262,8 @@ def time_doppio(args, net, batch, iterations):
         m = LAYER_RE.match(line.strip())
         if m and m.group(1) not in ("layer", "total"):
             layers.append(dict(name=m.group(1), type=m.group(2), engine=m.group(3),
-                               forward_ms=float(m.group(4)), backward_ms=float(m.group(5)),
-                               share=float(m.group(6))))
+                               precision=m.group(4), forward_ms=float(m.group(5)),
+                               backward_ms=float(m.group(6)), share=float(m.group(7))))
     return (float(f.group(1)) if f else None, float(b.group(1)) if b else None,
             float(fb.group(1)), layers, memory.peak)
 

@@ -102,6 +102,11 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   const NetParameter param = InsertSplits(FilterNet(with_inputs));
   LOG(INFO) << "Initializing net '" << name_ << "' for phase " << Phase_Name(phase_);
 
+  // The device's own precision where the net names none: fp32 (TF32 convolutions on the GPU
+  // are GpuOptions', as before precision was named).
+  const Precision precision = param.precision() == PRECISION_DEFAULT ? FP32 : param.precision();
+  CheckPrecisionRuns(precision, gpu_ != nullptr, "net '" + name_ + "'");
+
   std::map<std::string, int> available_blobs;
   std::size_t memory_used = 0;
   const int num_layers = param.layer_size();
@@ -130,6 +135,15 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     }
     Layer<Dtype>* layer = layers_.back().get();
     layer->set_cpu_options(cpu_options_);
+    if (NamesItsPrecision(layer_param)) {
+      try {
+        CheckPrecisionRuns(layer_param.precision(), gpu_ != nullptr,
+                           DescribeLayer(layer_param));
+      } catch (const Error& error) {
+        RethrowNamingLayer(error, layer_param);
+      }
+    }
+    layer->set_precision_request(RequestedPrecision(layer_param, precision));
     layer->set_seed(DeriveSeed(seed_, layer_id));
     layer->set_batch_position(batch_position_);
     layer_names_.push_back(layer_param.name());
@@ -165,6 +179,13 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     } catch (const Error& error) {
       RethrowNamingLayer(error, layer_param);
     }
+    DOPPIO_ENSURE(!NamesItsPrecision(layer_param) || layer_param.precision() == FP32 ||
+                  layer->precision().math == layer_param.precision())
+        << DescribeLayer(layer_param) << ": precision " << PrecisionName(layer_param.precision())
+        << " is not one engine " << layer->engine() << " runs ("
+        << DescribePrecision(layer->precision())
+        << "); on the CPU, engine ONEDNN runs bf16 for Convolution, InnerProduct, ReLU, "
+           "Pooling, LRN, Eltwise SUM, and BatchNorm followed by an in-place Scale";
     for (std::size_t top_id = 0; top_id < top_vecs_[layer_id].size(); ++top_id) {
       const int blob_id = top_id_vecs_[layer_id][top_id];
       if (blob_loss_weights_.size() <= static_cast<std::size_t>(blob_id)) {

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/util/half.hpp"
 #include "doppio/util/math_functions.hpp"
 
 namespace doppio {
@@ -14,9 +16,19 @@ namespace {
 using dnnl::normalization_flags;
 
 // Caffe's ReLU gradient for slope 0, in place (relu_layer.cpp: it reads the output's sign),
-// over every float of three memories in one layout.
+// over every value of three memories in one layout, floats or bf16 (mixed precision).
 void ReLUGradient(const dnnl::memory& dst, const dnnl::memory& diff_dst,
                   const dnnl::memory& diff_src) {
+  if (dst.get_desc().data_type() == dnnl::memory::data_type::bf16) {
+    const auto* y = static_cast<const std::uint16_t*>(dst.get_data_handle());
+    const auto* dy = static_cast<const std::uint16_t*>(diff_dst.get_data_handle());
+    auto* dx = static_cast<std::uint16_t*>(diff_src.get_data_handle());
+    const std::size_t count = dst.get_desc().get_size() / sizeof(std::uint16_t);
+    for (std::size_t i = 0; i < count; ++i) {
+      dx[i] = Bfloat16ToFloat(y[i]) > 0.f ? dy[i] : FloatToBfloat16(0.f * Bfloat16ToFloat(dy[i]));
+    }
+    return;
+  }
   const auto* y = static_cast<const float*>(dst.get_data_handle());
   const auto* dy = static_cast<const float*>(diff_dst.get_data_handle());
   auto* dx = static_cast<float*>(diff_src.get_data_handle());
@@ -103,10 +115,10 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
         engine());
   };
   const dnnl::memory::dims dims = data.dims();
-  dnnl::memory::desc layout = data;
-  auto forward_pd = forward_desc(data);
+  dnnl::memory::desc layout = OnednnPlainDesc(dims, data_type());
+  auto forward_pd = forward_desc(layout);
   for (const auto tag : {dnnl::memory::format_tag::nChw16c, dnnl::memory::format_tag::nChw8c}) {
-    const dnnl::memory::desc blocked(dims, dnnl::memory::data_type::f32, tag);
+    const dnnl::memory::desc blocked(dims, data_type(), tag);
     auto candidate = forward_desc(blocked);
     if (!OnednnImplementationIs(candidate, "jit")) continue;
     layout = blocked;
@@ -125,7 +137,8 @@ void OnednnBatchNormLayer::PrepareFused(const dnnl::memory::desc& data,
   // to be overwritten): Forward takes its buffer or copies it, and places kept_src_ there.
   src_ = dnnl::memory(data, engine(), DNNL_MEMORY_NONE);
   kept_src_ = dnnl::memory(layout, engine(), DNNL_MEMORY_NONE);
-  SizeKept(kept_src_.get_desc().get_size());
+  // At least the blob's bytes, which the net's exchange asks for: a bf16 layout takes half.
+  SizeKept(std::max(kept_src_.get_desc().get_size(), data.get_size()));
   keep_src_ = dnnl::reorder(src_, kept_src_);
   copy_src_ = dnnl::reorder(kept_src_, kept_src_);
   fused_dst_.Init(engine(), data, layout);
@@ -157,7 +170,7 @@ void OnednnBatchNormLayer::PrepareWithoutReLU() {
 
 bool OnednnBatchNormLayer::OutputMayHoldNaN(SyncedMemory& bottom, int count) {
   const auto& params = scale_layer_->blobs();
-  const double input = OnednnMaxMagnitude(static_cast<const float*>(bottom.raw_cpu_data()), count);
+  const double input = OnednnHeldMaxMagnitude(bottom, count);
   const double scale = OnednnMaxMagnitude(params[0]->cpu_data(), channels_);
   const double shift = params.size() > 1 ? OnednnMaxMagnitude(params[1]->cpu_data(), channels_) : 0;
   // The output is scale * (x - mean) / sqrt(variance + eps) + shift: bounds on |x - mean| and

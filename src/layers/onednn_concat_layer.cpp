@@ -24,7 +24,9 @@ std::vector<dnnl::memory::desc> OnednnConcatLayer::BlockedSources(const BlobVec&
   for (const int i : parts_) {
     const OnednnLayout* held = OnednnLayoutOf(*bottom[i]->data());
     const auto& shape = bottom[i]->shape();
-    if (held == nullptr || held->desc().dims() != dnnl::memory::dims(shape.begin(), shape.end())) {
+    // One data type for all: a bf16 (mixed precision) and an f32 input meet in Caffe's layout.
+    if (held == nullptr || held->desc().dims() != dnnl::memory::dims(shape.begin(), shape.end()) ||
+        (!descs.empty() && held->desc().data_type() != descs[0].data_type())) {
       return {};
     }
     descs.push_back(held->desc());
@@ -53,7 +55,7 @@ void OnednnConcatLayer::Prepare(const BlobVec& bottom, const Blob<float>& top,
   const auto top_plain = OnednnPlainDesc(dims_of(top));
   const auto dst_request = blocked.empty()
                                ? top_plain
-                               : dnnl::memory::desc(dims_of(top), dnnl::memory::data_type::f32,
+                               : dnnl::memory::desc(dims_of(top), blocked[0].data_type(),
                                                     dnnl::memory::format_tag::any);
   const dnnl::concat::primitive_desc pd(dst_request, 1, src_descs, engine());
   const auto dst = pd.dst_desc();

@@ -74,10 +74,13 @@ dnnl::convolution_forward::primitive_desc OnednnConvolutionLayer::ForwardPrimiti
     dnnl::algorithm algorithm, bool without_relu, dnnl::scratchpad_mode scratchpad) const {
   const Shapes s = ConvShapes();
   // Without the post-op, in the fused primitive's layouts: both write the tensors set up for it.
-  const memory::desc src = without_relu ? forward_pd_.src_desc() : OnednnAnyDesc(s.src);
-  const memory::desc weights = without_relu ? forward_pd_.weights_desc() : OnednnAnyDesc(s.weights);
+  // In bf16 the bias stays f32, as oneDNN's bf16 kernels take it.
+  const memory::data_type type = data_type();
+  const memory::desc src = without_relu ? forward_pd_.src_desc() : OnednnAnyDesc(s.src, type);
+  const memory::desc weights =
+      without_relu ? forward_pd_.weights_desc() : OnednnAnyDesc(s.weights, type);
   const memory::desc bias = without_relu ? forward_pd_.bias_desc() : OnednnAnyDesc(s.bias);
-  const memory::desc dst = without_relu ? forward_pd_.dst_desc() : OnednnAnyDesc(s.dst);
+  const memory::desc dst = without_relu ? forward_pd_.dst_desc() : OnednnAnyDesc(s.dst, type);
   const auto desc =
       bias_term_
           ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src,
@@ -132,11 +135,13 @@ void OnednnConvolutionLayer::PrepareForward() {
 
 void OnednnConvolutionLayer::PrepareBackward() {
   const Shapes s = ConvShapes();
+  // In bf16 the parameter gradients are f32: they add into the fp32 arena.
+  const memory::data_type type = data_type();
   const auto data_pd = WithDirectFallback(algorithm_, [&](dnnl::algorithm algorithm) {
     return dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(algorithm, OnednnAnyDesc(s.src),
-                                              OnednnAnyDesc(s.weights), OnednnAnyDesc(s.dst),
-                                              s.strides, s.dilates, s.pad_l, s.pad_r),
+        dnnl::convolution_backward_data::desc(
+            algorithm, OnednnAnyDesc(s.src, type), OnednnAnyDesc(s.weights, type),
+            OnednnAnyDesc(s.dst, type), s.strides, s.dilates, s.pad_l, s.pad_r),
         engine(), forward_pd_);
   });
   backward_data_ = dnnl::convolution_backward_data(data_pd);
@@ -151,11 +156,12 @@ void OnednnConvolutionLayer::PrepareBackward() {
     const auto desc =
         bias_term_
             ? dnnl::convolution_backward_weights::desc(
-                  algorithm, OnednnAnyDesc(s.src), OnednnAnyDesc(s.weights), OnednnAnyDesc(s.bias),
-                  OnednnAnyDesc(s.dst), s.strides, s.dilates, s.pad_l, s.pad_r)
+                  algorithm, OnednnAnyDesc(s.src, type), OnednnAnyDesc(s.weights),
+                  OnednnAnyDesc(s.bias), OnednnAnyDesc(s.dst, type), s.strides, s.dilates,
+                  s.pad_l, s.pad_r)
             : dnnl::convolution_backward_weights::desc(
-                  algorithm, OnednnAnyDesc(s.src), OnednnAnyDesc(s.weights), OnednnAnyDesc(s.dst),
-                  s.strides, s.dilates, s.pad_l, s.pad_r);
+                  algorithm, OnednnAnyDesc(s.src, type), OnednnAnyDesc(s.weights),
+                  OnednnAnyDesc(s.dst, type), s.strides, s.dilates, s.pad_l, s.pad_r);
     return dnnl::convolution_backward_weights::primitive_desc(desc, engine(), forward_pd_);
   });
   backward_weights_ = dnnl::convolution_backward_weights(weights_pd);
@@ -211,8 +217,7 @@ bool OnednnConvolutionLayer::OutputMayHoldNaN(const BlobVec& bottom) {
   // Each output sums this many products of an input and a weight, then adds the bias.
   const double terms = double(channels_ / group_) * kernel_h_ * kernel_w_;
   return std::any_of(bottom.begin(), bottom.end(), [&](const Blob<float>* blob) {
-    const float input =
-        OnednnMaxMagnitude(static_cast<const float*>(blob->data()->raw_cpu_data()), blob->count());
+    const float input = OnednnHeldMaxMagnitude(*blob->data(), blob->count());
     return !OnednnBoundStaysFinite(terms * double(input) * double(weights) + double(bias));
   });
 }

@@ -3,10 +3,13 @@
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <algorithm>
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "doppio/core/layer_registry.hpp"
 #include "doppio/layers/relu_layer.hpp"
+#include "doppio/util/half.hpp"
 #include "doppio/util/thread_pool.hpp"
 
 namespace doppio {
@@ -58,23 +61,35 @@ namespace {
 // Caffe's ReLU of a + b over [begin, end); sets *nan where the output holds a NaN. A slope known
 // to be 0 is what lets the compiler vectorize ReLUValue (with a slope read at run time the loop
 // took 2 to 3 times as long).
-template <bool kLeaky>
-void SumReLUPart(const float* a, const float* b, float* y, int begin, int end, float slope,
-                 char* nan) {
+// Values as floats or bf16 (mixed precision), which are added and rectified in float.
+inline float Widen(float value) { return value; }
+inline float Widen(std::uint16_t value) { return Bfloat16ToFloat(value); }
+template <typename T>
+T Narrow(float value) {
+  if constexpr (std::is_same_v<T, float>) {
+    return value;
+  } else {
+    return FloatToBfloat16(value);
+  }
+}
+
+template <bool kLeaky, typename T>
+void SumReLUPart(const T* a, const T* b, T* y, int begin, int end, float slope, char* nan) {
   int any = 0;
   for (int i = begin; i < end; ++i) {
-    const float v = ReLUValue(a[i] + b[i], kLeaky ? slope : 0.f);
-    y[i] = v;
+    const float v = ReLUValue(Widen(a[i]) + Widen(b[i]), kLeaky ? slope : 0.f);
+    y[i] = Narrow<T>(v);
     any |= v != v;
   }
   *nan = any != 0;
 }
 
-// Caffe's ReLU of a + b over `count` floats, all in one layout, in one pass; whether the output
+// Caffe's ReLU of a + b over `count` values, all in one layout, in one pass; whether the output
 // holds a NaN. On one core it takes what oneDNN's binary add with the ReLU post-op takes (3.6 ms
 // for ResNet-50's 8x256x56x56; twice that with a slope above 0), and that post-op makes a NaN 0,
 // which a scan of both bottoms beforehand would catch at the cost of a second pass over them.
-bool SumReLU(const float* a, const float* b, float* y, int count, float slope) {
+template <typename T>
+bool SumReLU(const T* a, const T* b, T* y, int count, float slope) {
   constexpr int kGrain = 1 << 15;
   std::vector<char> nan(ParallelPartsFor(count, kGrain), 0);
   ParallelFor(count, kGrain, [&](int begin, int end, int part) {
@@ -118,15 +133,22 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
   CountForward();
   if (bottom[0]->count() == 0) return;
   // The layout every bottom arrives in, else Caffe's.
-  dnnl::memory::desc desc = OnednnElementwiseDesc(*bottom[0]->data(), prepared_count_);
+  const dnnl::memory::data_type type = data_type();
+  dnnl::memory::desc desc = OnednnElementwiseDesc(*bottom[0]->data(), prepared_count_, type);
   for (const auto* blob : bottom) {
-    if (OnednnElementwiseDesc(*blob->data(), prepared_count_) != desc)
-      desc = OnednnPlainDesc({prepared_count_});
+    if (OnednnElementwiseDesc(*blob->data(), prepared_count_, type) != desc)
+      desc = OnednnPlainDesc({prepared_count_}, type);
   }
   if (desc != forward_desc_) {
     Build("sum", [&] { PrepareForward(desc, bottom.size()); });
   }
-  OnednnPlaceInWorkspace(dst_.ForWrite(*top[0]->data()));
+  // A bottom in another type than the sum's (an f32 one in a bf16 sum) is read as a copy.
+  std::vector<OnednnTensor*> transient{dst_.ForWrite(*top[0]->data())};
+  for (std::size_t i = 0; i < bottom.size(); ++i) {
+    const bool repeated = std::count(bottom.begin(), bottom.end(), bottom[i]) > 1;
+    transient.push_back(repeated ? &srcs_[i] : srcs_[i].ForRead(*bottom[i]->data()));
+  }
+  OnednnPlaceAllInWorkspace(transient);
   Run("sum forward", [&] {
     OnednnArgs args;
     for (std::size_t i = 0; i < bottom.size(); ++i) {
@@ -136,10 +158,16 @@ void OnednnEltwiseLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
     args[DNNL_ARG_DST] = dst_.Write(*top[0]->data());
     if (fuses_relu()) {
       stream().wait();
-      const auto values = [&](int arg) { return static_cast<float*>(args[arg].get_data_handle()); };
       // A NaN out makes the ReLU's Backward Caffe's: oneDNN's takes a NaN for positive.
-      SetRanCaffeReLU(SumReLU(values(DNNL_ARG_MULTIPLE_SRC), values(DNNL_ARG_MULTIPLE_SRC + 1),
-                              values(DNNL_ARG_DST), prepared_count_, relu_slope()));
+      const auto sum_relu = [&](auto* type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        const auto values = [&](int arg) { return static_cast<T*>(args[arg].get_data_handle()); };
+        return SumReLU(values(DNNL_ARG_MULTIPLE_SRC), values(DNNL_ARG_MULTIPLE_SRC + 1),
+                       values(DNNL_ARG_DST), prepared_count_, relu_slope());
+      };
+      SetRanCaffeReLU(type == dnnl::memory::data_type::bf16
+                          ? sum_relu(static_cast<std::uint16_t*>(nullptr))
+                          : sum_relu(static_cast<float*>(nullptr)));
     } else {
       forward_.execute(stream(), args);
     }
@@ -164,11 +192,11 @@ void OnednnEltwiseLayer::Backward_cpu(const BlobVec& top, const std::vector<bool
   }
   if (written.empty()) return;
   // In the layout the top diff arrives in: each bottom diff is a multiple of it.
-  const auto desc = OnednnElementwiseDesc(*top[0]->diff(), prepared_count_);
+  const auto desc = OnednnElementwiseDesc(*top[0]->diff(), prepared_count_, data_type());
   if (desc != backward_desc_) {
     Build("sum backward (eltwise linear)", [&] { PrepareBackward(desc); });
   }
-  OnednnPlaceInWorkspace(&diff_src_);
+  OnednnPlaceInWorkspace(diff_dst_.ForRead(*top[0]->diff()), &diff_src_);
   Run("sum backward (eltwise linear)", [&] {
     const dnnl::memory& diff_dst = diff_dst_.Read(stream(), *top[0]->diff());
     // Last to first: an in-place bottom[0] shares the top diff, which the others read.

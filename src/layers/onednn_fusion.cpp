@@ -11,6 +11,7 @@
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
 #include "doppio/layers/onednn_scale_layer.hpp"
+#include "doppio/util/half.hpp"
 #include "doppio/layers/relu_layer.hpp"
 
 namespace doppio {
@@ -32,6 +34,14 @@ bool OnednnBoundStaysFinite(double bound) {
 }
 
 void OnednnReLUInPlace(const dnnl::memory& memory, float negative_slope) {
+  if (memory.get_desc().data_type() == dnnl::memory::data_type::bf16) {
+    auto* y = static_cast<std::uint16_t*>(memory.get_data_handle());
+    const std::size_t count = memory.get_desc().get_size() / sizeof(std::uint16_t);
+    for (std::size_t i = 0; i < count; ++i) {
+      y[i] = FloatToBfloat16(ReLUValue(Bfloat16ToFloat(y[i]), negative_slope));
+    }
+    return;
+  }
   float* y = static_cast<float*>(memory.get_data_handle());
   const std::size_t count = memory.get_desc().get_size() / sizeof(float);
   for (std::size_t i = 0; i < count; ++i) y[i] = ReLUValue(y[i], negative_slope);

@@ -20,9 +20,9 @@ void Sgemm(char transa, char transb, memory::dim m, memory::dim n, memory::dim k
 }
 }  // namespace
 
-memory::desc OnednnInnerProductLayer::UserWeightsDesc() const {
-  if (!transpose_) return OnednnPlainDesc({N_, K_});
-  return memory::desc({N_, K_}, memory::data_type::f32, memory::dims{1, N_});
+memory::desc OnednnInnerProductLayer::UserWeightsDesc(memory::data_type type) const {
+  if (!transpose_) return OnednnPlainDesc({N_, K_}, type);
+  return memory::desc({N_, K_}, type, memory::dims{1, N_});
 }
 
 void OnednnInnerProductLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
@@ -34,12 +34,14 @@ void OnednnInnerProductLayer::Reshape(const BlobVec& bottom, const BlobVec& top)
 }
 
 void OnednnInnerProductLayer::PrepareForward() {
+  const memory::data_type type = data_type();
+  const memory::desc src = OnednnPlainDesc({M_, K_}, type);
   const auto desc =
-      bias_term_ ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training,
-                                                     OnednnPlainDesc({M_, K_}), UserWeightsDesc(),
-                                                     OnednnAnyDesc({N_}), OnednnPlainDesc({M_, N_}))
-                 : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training,
-                                                     OnednnPlainDesc({M_, K_}), UserWeightsDesc(),
+      bias_term_ ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, src,
+                                                     UserWeightsDesc(type), OnednnAnyDesc({N_}),
+                                                     OnednnPlainDesc({M_, N_}))
+                 : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, src,
+                                                     UserWeightsDesc(type),
                                                      OnednnPlainDesc({M_, N_}));
   forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, engine());
   forward_ = dnnl::inner_product_forward(forward_pd_);
@@ -52,8 +54,9 @@ void OnednnInnerProductLayer::PrepareForward() {
 
 void OnednnInnerProductLayer::PrepareBackward() {
   const dnnl::inner_product_backward_data::primitive_desc data_pd(
-      dnnl::inner_product_backward_data::desc(OnednnPlainDesc({M_, K_}), UserWeightsDesc(),
-                                              OnednnPlainDesc({M_, N_})),
+      dnnl::inner_product_backward_data::desc(OnednnPlainDesc({M_, K_}),
+                                              UserWeightsDesc(data_type()),
+                                              OnednnPlainDesc({M_, N_}, data_type())),
       engine(), forward_pd_);
   backward_data_ = dnnl::inner_product_backward_data(data_pd);
   data_diff_dst_.Init(engine(), OnednnPlainDesc({M_, N_}), data_pd.diff_dst_desc());

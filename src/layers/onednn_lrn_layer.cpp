@@ -61,7 +61,7 @@ std::optional<LRNDescs> JitLRN(const dnnl::engine& engine, dnnl::algorithm algor
   std::vector<dnnl::memory::desc> layouts{arriving};
   for (const auto tag : {dnnl::memory::format_tag::nChw16c, dnnl::memory::format_tag::nChw8c,
                          dnnl::memory::format_tag::nhwc}) {
-    layouts.emplace_back(arriving.dims(), dnnl::memory::data_type::f32, tag);
+    layouts.emplace_back(arriving.dims(), arriving.data_type(), tag);
   }
   for (const auto& layout : layouts) {
     LRNDescs descs = MakeLRN(engine, algorithm, layout, size, alpha, beta, k);
@@ -90,7 +90,7 @@ void OnednnLRNLayer::Prepare(const dnnl::memory::desc& arriving) {
 
 void OnednnLRNLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   SyncedMemory& in = *bottom[0]->data();
-  const auto src = OnednnArrivingDesc(in, {num_, channels_, height_, width_});
+  const auto src = OnednnArrivingDesc(in, {num_, channels_, height_, width_}, data_type());
   if (src != prepared_src_) Build("lrn", [&] { Prepare(src); });
   OnednnPlaceInWorkspace(src_.ForRead(in), dst_.ForWrite(*top[0]->data()));
   Run("lrn forward", [&] {

@@ -60,8 +60,7 @@ void OnednnPoolingLayer::Prepare(const dnnl::memory::desc& src) {
   const dnnl::memory::dims src_dims = {num_, channels_, height_, width_};
   const dnnl::memory::dims dst_dims = {num_, channels_, pooled_height_, pooled_width_};
   // The output in the input's layout: oneDNN picks it for `any`.
-  const dnnl::memory::desc dst(dst_dims, dnnl::memory::data_type::f32,
-                               dnnl::memory::format_tag::any);
+  const dnnl::memory::desc dst(dst_dims, src.data_type(), dnnl::memory::format_tag::any);
   const dnnl::memory::dims strides = {stride_h_, stride_w_};
   const dnnl::memory::dims kernel = {kernel_h_, kernel_w_};
   const dnnl::memory::dims pad_l = {pad_h_, pad_w_};
@@ -88,13 +87,12 @@ void OnednnPoolingLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) 
   SyncedMemory& in = *bottom[0]->data();
   // A NaN is one in any layout; a oneDNN layout held in the blob has no padding.
   caffe_pass_ = caffe_shape_ ||
-                (method_ == PoolingParameter::MAX &&
-                 OnednnHasNaN(static_cast<const float*>(in.raw_cpu_data()), bottom[0]->count()));
+                (method_ == PoolingParameter::MAX && OnednnHeldHasNaN(in, bottom[0]->count()));
   if (caffe_pass_) {
     PoolingLayer<float>::Forward_cpu(bottom, top);
     return;
   }
-  const auto src = OnednnArrivingDesc(in, {num_, channels_, height_, width_});
+  const auto src = OnednnArrivingDesc(in, {num_, channels_, height_, width_}, data_type());
   if (src != prepared_src_) {
     Build(method_ == PoolingParameter::MAX ? "pooling (max)" : "pooling (avg)",
           [&] { Prepare(src); });

@@ -33,7 +33,7 @@ void OnednnReLULayer::Prepare(const dnnl::memory::desc& desc) {
 }
 
 void OnednnReLULayer::PrepareFor(const SyncedMemory& data) {
-  const auto desc = OnednnElementwiseDesc(data, prepared_count_);
+  const auto desc = OnednnElementwiseDesc(data, prepared_count_, data_type());
   if (desc == prepared_desc_) return;
   Build("eltwise (relu)", [&] { Prepare(desc); });
 }
@@ -46,8 +46,7 @@ void OnednnReLULayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   }
   // oneDNN's ReLU makes a NaN 0 (and its backward takes a NaN for positive); Caffe's kernel
   // passes it on, the rule of every engine (relu_layer.hpp).
-  caffe_pass_ = OnednnHasNaN(static_cast<const float*>(bottom[0]->data()->raw_cpu_data()),
-                             bottom[0]->count());
+  caffe_pass_ = OnednnHeldHasNaN(*bottom[0]->data(), bottom[0]->count());
   if (caffe_pass_) {
     ReLULayer<float>::Forward_cpu(bottom, top);
     return;

@@ -68,16 +68,23 @@ const OnednnLayout* OnednnLayoutOf(const SyncedMemory& memory) {
   return dynamic_cast<const OnednnLayout*>(memory.cpu_layout().get());
 }
 
-dnnl::memory::desc OnednnArrivingDesc(const SyncedMemory& memory, const dnnl::memory::dims& dims) {
+dnnl::memory::desc OnednnArrivingDesc(const SyncedMemory& memory, const dnnl::memory::dims& dims,
+                                      dnnl::memory::data_type type) {
   const OnednnLayout* held = OnednnLayoutOf(memory);
-  if (held != nullptr && held->desc().dims() == dims) return held->desc();
-  return OnednnPlainDesc(dims);
+  if (held != nullptr && held->desc().dims() == dims && held->desc().data_type() == type) {
+    return held->desc();
+  }
+  return OnednnPlainDesc(dims, type);
 }
 
-dnnl::memory::desc OnednnElementwiseDesc(const SyncedMemory& memory, int count) {
+dnnl::memory::desc OnednnElementwiseDesc(const SyncedMemory& memory, int count,
+                                         dnnl::memory::data_type type) {
   const OnednnLayout* held = OnednnLayoutOf(memory);
-  if (held != nullptr && held->desc().get_size() == sizeof(float) * count) return held->desc();
-  return OnednnPlainDesc({count});
+  if (held != nullptr && held->desc().data_type() == type &&
+      held->desc().get_size() == dnnl::memory::data_type_size(type) * count) {
+    return held->desc();
+  }
+  return OnednnPlainDesc({count}, type);
 }
 
 void OnednnTensor::Init(const dnnl::engine& engine, const dnnl::memory::desc& user,
@@ -90,7 +97,7 @@ void OnednnTensor::Init(const dnnl::engine& engine, const dnnl::memory::desc& us
     primitive_ = dnnl::memory(primitive, engine, DNNL_MEMORY_NONE);
     to_primitive_ = dnnl::reorder(user_, primitive_);
     to_user_ = dnnl::reorder(primitive_, user_);
-    if (primitive.get_size() == user.get_size()) {
+    if (primitive.get_size() <= user.get_size()) {
       in_place_ = std::make_shared<OnednnLayout>(engine, primitive);
     }
   } else {
@@ -212,6 +219,33 @@ float OnednnMaxMagnitude(const float* data, int count) {
 
 bool OnednnHasNaN(const float* data, int count) {
   return std::isnan(OnednnMaxMagnitude(data, count));
+}
+
+float OnednnHeldMaxMagnitude(SyncedMemory& memory, int count) {
+  const OnednnLayout* held = OnednnLayoutOf(memory);
+  if (held == nullptr || held->desc().data_type() != dnnl::memory::data_type::bf16) {
+    return OnednnMaxMagnitude(static_cast<const float*>(memory.raw_cpu_data()), count);
+  }
+  // A bf16 is a float's upper half: its magnitude bits order as the float's do.
+  const auto* data = static_cast<const std::uint16_t*>(memory.raw_cpu_data());
+  constexpr int kGrain = 1 << 16;
+  std::vector<std::uint16_t> most(ParallelPartsFor(count, kGrain), 0);
+  ParallelFor(count, kGrain, [&](int begin, int end, int part) {
+    std::uint16_t part_most = 0;
+    for (int i = begin; i < end; ++i) {
+      part_most = std::max<std::uint16_t>(part_most, data[i] & 0x7fffu);
+    }
+    most[part] = part_most;
+  });
+  const std::uint32_t bits = most.empty() ? 0 : *std::max_element(most.begin(), most.end());
+  float magnitude;
+  const std::uint32_t widened = bits << 16;
+  std::memcpy(&magnitude, &widened, sizeof magnitude);
+  return magnitude;
+}
+
+bool OnednnHeldHasNaN(SyncedMemory& memory, int count) {
+  return std::isnan(OnednnHeldMaxMagnitude(memory, count));
 }
 
 }  // namespace doppio

@@ -215,6 +215,7 @@ void Solver<Dtype>::InitTrainNet() {
   state.MergeFrom(net_param.state());
   state.MergeFrom(param_.train_state());
   *net_param.mutable_state() = state;
+  if (param_.precision() != PRECISION_DEFAULT) net_param.set_precision(param_.precision());
   net_ = std::make_shared<Net<Dtype>>(net_param, seed_, gpu_, cpu_options_);
   net_debug_info_ = net_param.debug_info();
   for (const std::string& weights : param_.weights()) LoadNetWeights(net_.get(), weights);
@@ -304,6 +305,7 @@ void Solver<Dtype>::InitTestNets() {
     state.MergeFrom(net_params[i].state());
     if (param_.test_state_size() > 0) state.MergeFrom(param_.test_state(i));
     *net_params[i].mutable_state() = state;
+    if (param_.precision() != PRECISION_DEFAULT) net_params[i].set_precision(param_.precision());
     LOG(INFO) << "Creating test net (#" << i << ") specified by " << sources[i];
     test_nets_[i] =
         std::make_shared<Net<Dtype>>(net_params[i], DeriveSeed(seed_, i + 1), gpu_, cpu_options_);

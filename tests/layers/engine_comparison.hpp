@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "doppio/core/layer_registry.hpp"
+#include "doppio/util/half.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -58,6 +59,8 @@ struct EngineComparison {
   // Parameters drawn from |N(0, 1)| + 0.5 rather than N(0, 1): BatchNorm's stored variances
   // and moving-average factor must be positive.
   bool positive_params = false;
+  // What `engine`'s layer is asked to run in (mixed precision), and must then run in.
+  Precision precision = FP32;
 };
 
 // Forward, then backward twice (parameter gradients accumulate), then a change of the weights
@@ -80,11 +83,21 @@ inline void CompareEngines(const EngineComparison& c) {
     layer[e] = LayerRegistry<float>::CreateLayer(EngineParam(c.text, engines[e]), Mode::CPU);
     ASSERT_EQ(layer[e]->engine(), engines[e]);
   }
+  layer[1]->set_precision_request(c.precision);
   for (std::size_t b = 0; b < c.bottoms.size(); ++b) {
     FillGaussian(bottom[0][b], rng);
+    // In bf16, values bf16 holds exactly: both engines then see the same ties (MAX pooling's
+    // gradient goes to the first of equal values), and the comparison is of the arithmetic.
+    if (c.precision == BF16) {
+      float* values = bottom[0][b]->mutable_cpu_data();
+      for (int i = 0; i < bottom[0][b]->count(); ++i) {
+        values[i] = Bfloat16ToFloat(FloatToBfloat16(values[i]));
+      }
+    }
     bottom[1][b]->CopyFrom(*bottom[0][b]);
   }
   for (int e = 0; e < 2; ++e) layer[e]->SetUp(bottom[e], top[e]);
+  ASSERT_EQ(layer[1]->precision().math, c.precision);
   ASSERT_EQ(layer[0]->blobs().size(), layer[1]->blobs().size());
   for (std::size_t p = 0; p < layer[0]->blobs().size(); ++p) {
     Blob<float>& param = *layer[0]->blobs()[p];

@@ -8,6 +8,7 @@
 
 #include "../data/data_test_helpers.hpp"
 #include "cli_test_util.hpp"
+#include "doppio/device/onednn.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -69,6 +70,33 @@ TEST(TimeCommand, EngineFlagPicksTheEngineOfEveryLayerItCanRun) {
 }
 
 #ifdef DOPPIO_WITH_ONEDNN
+TEST(TimeCommand, PrecisionFlagNamesEachLayersPrecision) {
+  const std::string args =
+      "time --model=models/cifar10_quick/train_val.prototxt --iterations=1 "
+      "--input_shape=3,32,32 --batch=2 --engine=ONEDNN --precision=";
+  const cli_test::Result fp32 = RunFromSourceRoot(args + "fp32");
+  EXPECT_EQ(fp32.exit_code, 0) << fp32.output;
+  EXPECT_NE(fp32.output.find("Convolution        ONEDNN  fp32"), std::string::npos) << fp32.output;
+  const cli_test::Result bf16 = RunFromSourceRoot(args + "bf16");
+  if (OnednnBf16Missing().empty()) {
+    EXPECT_EQ(bf16.exit_code, 0) << bf16.output;
+    EXPECT_NE(bf16.output.find("Convolution        ONEDNN  bf16"), std::string::npos)
+        << bf16.output;
+    // The loss needs fp32's range and keeps it.
+    EXPECT_NE(bf16.output.find("SoftmaxWithLoss    CAFFE   fp32"), std::string::npos)
+        << bf16.output;
+  } else {
+    EXPECT_EQ(bf16.exit_code, 1) << bf16.output;
+    EXPECT_NE(bf16.output.find("avx512_bf16"), std::string::npos) << bf16.output;
+  }
+  const cli_test::Result fp16 = RunFromSourceRoot(args + "fp16");
+  EXPECT_EQ(fp16.exit_code, 1) << fp16.output;
+  EXPECT_NE(fp16.output.find("precision fp16 on the CPU"), std::string::npos) << fp16.output;
+  const cli_test::Result bogus = RunFromSourceRoot(args + "fp8");
+  EXPECT_EQ(bogus.exit_code, 1) << bogus.output;
+  EXPECT_NE(bogus.output.find("--precision must be"), std::string::npos) << bogus.output;
+}
+
 TEST(TimeCommand, OnednnWinogradFlagTurnsWinogradOff) {
   TempDir dir;
   const std::string path = WriteFile(

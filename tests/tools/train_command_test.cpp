@@ -10,6 +10,9 @@
 #include "../data/data_test_helpers.hpp"
 #include "cli_test_util.hpp"
 #include "doppio/core/common.hpp"
+#ifdef DOPPIO_WITH_ONEDNN
+#include "doppio/device/onednn.hpp"
+#endif
 #include "doppio/util/io.hpp"
 #include "slurm_job.hpp"
 #include "test_util.hpp"
@@ -133,6 +136,28 @@ TEST_F(TrainCommandTest, LayerWiseReduceFalseMeansBlockingSync) {
   EXPECT_EQ(overlap.exit_code, 1) << overlap.output;
   EXPECT_CONTAINS(overlap.output,
                   "--sync=overlap contradicts layer_wise_reduce: false in " + solver);
+}
+
+TEST_F(TrainCommandTest, PrecisionComesFromTheSolverAndTheFlagWins) {
+  // The InnerProduct layers are ONEDNN's by default: in bf16 where the CPU has AVX512-BF16.
+  const std::string solver = Solver("precision: BF16 max_iter: 4 display: 2");
+  const auto bf16 = Train({"--solver=" + solver});
+#ifdef DOPPIO_WITH_ONEDNN
+  if (OnednnBf16Missing().empty()) {
+    ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+    EXPECT_CONTAINS(bf16.output, "precision bf16 (docs/precision.md)");
+    EXPECT_CONTAINS(bf16.output, "Optimization Done.");
+  } else {
+    EXPECT_EQ(bf16.exit_code, 1) << bf16.output;
+    EXPECT_CONTAINS(bf16.output, solver + ": precision bf16 on the CPU needs AVX512-BF16");
+  }
+#endif
+  const auto fp32 = Train({"--solver=" + solver, "--precision=fp32"});
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.output;
+  EXPECT_CONTAINS(fp32.output, "precision fp32 (docs/precision.md)");
+  const auto fp16 = Train({"--solver=" + solver, "--precision=fp16"});
+  EXPECT_EQ(fp16.exit_code, 1) << fp16.output;
+  EXPECT_CONTAINS(fp16.output, "--precision=fp16: precision fp16 on the CPU");
 }
 
 TEST_F(TrainCommandTest, SolverDebugInfoLogsLayersOnDisplayIterations) {

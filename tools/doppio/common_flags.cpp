@@ -107,11 +107,21 @@ std::string ConvAlgoCachePath(const std::string& flag) {
 }
 }  // namespace
 
-std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local) {
+std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local, Precision precision) {
   if (GpusFromFlag().empty()) return nullptr;
   GpuOptions options;
   options.tf32_conv = FLAGS_tf32_conv;
   options.tf32_gemm = FLAGS_tf32_gemm;
+  if (precision == FP32 || precision == TF32) {
+    const bool tf32 = precision == TF32;
+    for (const char* flag : {"tf32_conv", "tf32_gemm"}) {
+      const gflags::CommandLineFlagInfo info = gflags::GetCommandLineFlagInfoOrDie(flag);
+      DOPPIO_ENSURE(info.is_default || (info.current_value == "true") == tf32)
+          << "--" << flag << "=" << info.current_value << " contradicts precision "
+          << (tf32 ? "tf32" : "fp32");
+    }
+    options.tf32_conv = options.tf32_gemm = tf32;
+  }
   if (FLAGS_cudnn_algo == "heuristic") {
     options.conv_algo = ConvAlgoSearch::kHeuristic;
   } else if (FLAGS_cudnn_algo == "measure") {

@@ -45,6 +45,10 @@ class GpuContext;
 // The ranks of a node spread over its GPUs by their local rank (PickLocalGpu): --gpu=all
 // gives each its own, a list is taken in order. Error when the device cannot be opened (no
 // GPU on this machine, a bad id, more ranks than GPUs for --gpu=all, no GPU support).
-std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local = LocalRanksFromLauncher());
+// `precision` (the net's or the solver's, after --precision) sets TF32: FP32 turns it off for
+// convolutions and matrix products, TF32 on for both; PRECISION_DEFAULT leaves --tf32_conv and
+// --tf32_gemm, which must then agree with an explicit one.
+std::shared_ptr<GpuContext> GpuFromFlags(const LocalRanks& local = LocalRanksFromLauncher(),
+                                         Precision precision = PRECISION_DEFAULT);
 
 }  // namespace doppio

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "common_flags.hpp"
+#include "doppio/core/precision.hpp"
 #include "doppio/util/error.hpp"
 
 DEFINE_int32(batch, 0, "time, scale: override the batch size of the net's inputs (0 keeps it).");
@@ -23,6 +24,10 @@ DEFINE_string(
     "weights) or blocking (one allreduce after backward).");
 DEFINE_double(bucket_mb, 25,
               "train, scale: size of a gradient bucket in MB (the first is at most 256 KB).");
+DEFINE_string(precision, "",
+              "train, time: fp32, tf32 (GPU), bf16 (CPU with AVX512-BF16) or fp16 (mixed "
+              "precision, docs/precision.md); wins over the solver's and the net's precision. "
+              "Empty keeps theirs.");
 
 namespace doppio {
 
@@ -38,6 +43,11 @@ std::vector<int> ImageShapeFromFlag() {
   DOPPIO_ENSURE(shape.empty() || shape.size() == 3)
       << "--input_shape needs C,H,W, got '" << FLAGS_input_shape << "'";
   return shape;
+}
+
+Precision PrecisionFromFlag(Precision fallback) {
+  if (FLAGS_precision.empty()) return fallback;
+  return ParsePrecision(FLAGS_precision, "--precision");
 }
 
 }  // namespace doppio

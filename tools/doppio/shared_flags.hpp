@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include "doppio/core/common.hpp"
+
 // time, scale
 DECLARE_int32(batch);
 DECLARE_string(json);
@@ -16,10 +18,14 @@ DECLARE_string(engine);
 // train, scale
 DECLARE_string(sync);
 DECLARE_double(bucket_mb);
+// train, time
+DECLARE_string(precision);
 
 namespace doppio {
 
 // --input_shape as C,H,W; empty when the flag is. Error on anything else.
 std::vector<int> ImageShapeFromFlag();
+// --precision, or `fallback` (a solver's) when the flag is empty. Error on anything else.
+Precision PrecisionFromFlag(Precision fallback);
 
 }  // namespace doppio

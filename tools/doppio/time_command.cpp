@@ -31,7 +31,8 @@ int TimeCommand() {
   for (const auto& stage : StagesFromFlag()) param.mutable_state()->add_stage(stage);
   param = WithSyntheticInputs(param, FLAGS_batch, ImageShapeFromFlag());
   if (!FLAGS_engine.empty()) param = WithEngine(param, FLAGS_engine);
-  std::shared_ptr<GpuContext> gpu = GpuFromFlags();
+  param.set_precision(PrecisionFromFlag(param.precision()));
+  std::shared_ptr<GpuContext> gpu = GpuFromFlags(LocalRanksFromLauncher(), param.precision());
   Net<float> net(param, 1701, gpu, CpuOptionsFromFlags());
   // As `doppio train` does: no one reads the activations' gradients after Backward.
   ShareDiffMemory(&net);
@@ -60,15 +61,17 @@ int TimeCommand() {
 
   // The same figures as a table on stdout.
   const double all = profile.forward_ms + profile.backward_ms;
-  std::printf("%-28s %-18s %-7s %12s %12s %7s\n", "layer", "type", "engine", "forward ms",
-              "backward ms", "share");
+  // precision: the layer's storage, and its math where that differs ("fp32/tf32").
+  std::printf("%-28s %-18s %-7s %-9s %12s %12s %7s\n", "layer", "type", "engine", "precision",
+              "forward ms", "backward ms", "share");
   for (const LayerTiming& layer : layers) {
     const double f = layer.forward_ms, b = layer.backward_ms;
-    std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", layer.name.c_str(), layer.type.c_str(),
-                layer.engine.c_str(), f, b, all > 0 ? 100.0 * (f + b) / all : 0.0);
+    std::printf("%-28s %-18s %-7s %-9s %12.3f %12.3f %6.1f%%\n", layer.name.c_str(),
+                layer.type.c_str(), layer.engine.c_str(), layer.precision.c_str(), f, b,
+                all > 0 ? 100.0 * (f + b) / all : 0.0);
   }
-  std::printf("%-28s %-18s %-7s %12.3f %12.3f %6.1f%%\n", "total", "", "", profile.forward_ms,
-              profile.backward_ms, 100.0);
+  std::printf("%-28s %-18s %-7s %-9s %12.3f %12.3f %6.1f%%\n", "total", "", "", "",
+              profile.forward_ms, profile.backward_ms, 100.0);
   std::printf("Average Forward-Backward: %.3f ms (%d iterations, %s)\n", all, FLAGS_iterations,
               profile.device.c_str());
   if (!FLAGS_json.empty()) {

@@ -16,7 +16,9 @@
 #include "command.hpp"
 #include "common_flags.hpp"
 #include "doppio/core/activation_sharing.hpp"
+#include "doppio/core/precision.hpp"
 #include "doppio/parallel/distributed_solver.hpp"
+#include "doppio/parallel/gradient_compression.hpp"
 #include "doppio/parallel/gpu_selection.hpp"
 #include "doppio/parallel/mpi_communicator.hpp"
 #include "doppio/parallel/rank_logging.hpp"
@@ -107,11 +109,27 @@ SolverParameter TrainingParameters(const Communicator& comm, const std::optional
   options->timeline_file = FLAGS_timeline;
   options->scale_lr = FLAGS_scale_lr;
   options->lr_warmup_iters = FLAGS_lr_warmup_iters;
-  options->gpu = GpuFromFlags(LocalRanks{comm.local_rank(), comm.local_size()});
+  SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
+  solver_param.set_precision(PrecisionFromFlag(solver_param.precision()));
+  options->gpu = GpuFromFlags(LocalRanks{comm.local_rank(), comm.local_size()},
+                              solver_param.precision());
   options->cpu = CpuOptionsFromFlags();
   const std::shared_ptr<GpuContext>& gpu = options->gpu;
-
-  SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
+  const Precision precision = solver_param.precision();
+  CheckPrecisionRuns(precision, gpu != nullptr,
+                     FLAGS_precision.empty() ? FLAGS_solver : "--precision=" + FLAGS_precision);
+  if (precision != PRECISION_DEFAULT) {
+    LOG(INFO) << "precision " << PrecisionName(precision) << " (docs/precision.md)";
+  }
+  // Mixed precision sends its gradients in 16 bits, as Horovod's fp16 allreduce does: half the
+  // bytes, summed in float. One rank sends nothing, and keeps its fp32 gradients.
+  const bool sixteen_bits = precision == BF16 || precision == FP16;
+  if (sixteen_bits && comm.size() > 1 && options->sync != SyncMode::kReduceBroadcast &&
+      gflags::GetCommandLineFlagInfoOrDie("grad_compression").is_default) {
+    options->compression = ParseGradCompression(PrecisionName(precision));
+    LOG(INFO) << "precision " << PrecisionName(precision) << ": gradients travel between ranks in "
+              << PrecisionName(precision) << " (--grad_compression=none sends them in fp32)";
+  }
   UpgradeSnapshotPrefix(FLAGS_solver, &solver_param);
   if (FLAGS_snapshot_prefix_from_job) {
     DOPPIO_ENSURE(job.has_value())

@@ -33,6 +33,7 @@ LayerProfile MeasureLayerProfile(Net<float>* net, int iterations,
     profile.layers[i].name = net->layer_label(static_cast<int>(i));
     profile.layers[i].type = layers[i]->type();
     profile.layers[i].engine = layers[i]->engine();
+    profile.layers[i].precision = DescribePrecision(layers[i]->precision());
   }
   // The first layer makes the inputs (a Data layer's stand-in, an Input layer).
   if (!tops.empty() && !tops[0].empty() && tops[0][0]->num_axes() > 0) {
@@ -95,6 +96,7 @@ LayerProfile EstimateLayerProfile(const Net<float>& net, double tflops) {
     timing.name = net.layer_label(static_cast<int>(i));
     timing.type = layer.type();
     timing.engine = layer.engine();
+    timing.precision = DescribePrecision(layer.precision());
     const std::string type = layer.type();
     double forward = 0, backward = 0;
     const bool weighted =
@@ -147,7 +149,8 @@ std::string LayerProfileToJson(const LayerProfile& profile, const std::string& m
   for (std::size_t i = 0; i < profile.layers.size(); ++i) {
     const LayerTiming& layer = profile.layers[i];
     out << "    {\"name\": " << JsonQuote(layer.name) << ", \"type\": " << JsonQuote(layer.type)
-        << ", \"engine\": " << JsonQuote(layer.engine) << ", \"forward_ms\": " << layer.forward_ms
+        << ", \"engine\": " << JsonQuote(layer.engine)
+        << ", \"precision\": " << JsonQuote(layer.precision) << ", \"forward_ms\": " << layer.forward_ms
         << ", \"backward_ms\": " << layer.backward_ms << "}"
         << (i + 1 < profile.layers.size() ? "," : "") << "\n";
   }
@@ -198,6 +201,8 @@ LayerProfile LayerProfileFromJson(const std::string& text, const std::string& so
     layer.type = Text(entry, "type", where);
     // Where it ran; the files of `doppio time` before engines were named have none.
     if (const JsonValue* engine = entry.Find("engine")) layer.engine = engine->string;
+    // And before precisions were.
+    if (const JsonValue* precision = entry.Find("precision")) layer.precision = precision->string;
     layer.forward_ms = Number(entry, "forward_ms", where);
     layer.backward_ms = Number(entry, "backward_ms", where);
     profile.layers.push_back(layer);

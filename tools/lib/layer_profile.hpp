@@ -13,7 +13,8 @@ namespace doppio {
 struct LayerTiming {
   std::string name;
   std::string type;
-  std::string engine;  // CAFFE, CUDNN, ONEDNN
+  std::string engine;     // CAFFE, CUDNN, ONEDNN
+  std::string precision;  // DescribePrecision: "fp32", "bf16", "fp32/tf32"
   double forward_ms = 0;
   double backward_ms = 0;
 };

@@ -10,6 +10,7 @@
 #include "doppio/core/common.hpp"
 #include "doppio/core/input_exchange.hpp"
 #include "doppio/core/input_stats.hpp"
+#include "doppio/core/precision.hpp"
 #include "doppio/device/cpu_options.hpp"
 #include "doppio/device/gpu_context.hpp"
 #include "doppio/util/rng.hpp"
@@ -56,6 +57,13 @@ class Layer {
   // chose it; "CAFFE" for a layer constructed directly.
   const std::string& engine() const { return engine_; }
   void set_engine(std::string engine) { engine_ = std::move(engine); }
+  // The precision the net asks this layer for (RequestedPrecision: its own, the net's, or
+  // FP32 where it needs the range), set before SetUp; FP32 for a layer on its own. And what
+  // the layer runs in once set up: a layer that cannot run what is asked runs FP32 (Net::Init
+  // refuses that where the layer named its precision itself).
+  Precision precision_request() const { return precision_request_; }
+  void set_precision_request(Precision precision) { precision_request_ = precision; }
+  virtual LayerPrecision precision() const { return {}; }
 
   Dtype loss(int top_index) const {
     return top_index < static_cast<int>(loss_.size()) ? loss_[top_index] : Dtype(0);
@@ -181,6 +189,7 @@ class Layer {
   std::vector<Dtype> loss_;
   Mode mode_ = Mode::CPU;
   std::string engine_ = "CAFFE";
+  Precision precision_request_ = FP32;
   std::shared_ptr<GpuContext> gpu_;
   CpuOptions cpu_options_;
   Rng rng_;

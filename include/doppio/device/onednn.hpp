@@ -37,10 +37,17 @@ decltype(auto) OnednnCall(const std::string& who, const std::string& primitive, 
 // cores, and a rank given one thread runs oneDNN on one thread.
 void UseOnednnThreads();
 
-// A dense float tensor of `dims` in Caffe's layout (row-major: nchw, oi, ...).
-dnnl::memory::desc OnednnPlainDesc(const dnnl::memory::dims& dims);
-// A float tensor of `dims` in the layout the primitive prefers (format_tag::any).
-dnnl::memory::desc OnednnAnyDesc(const dnnl::memory::dims& dims);
+// A dense tensor of `dims` in Caffe's layout (row-major: nchw, oi, ...).
+dnnl::memory::desc OnednnPlainDesc(const dnnl::memory::dims& dims,
+                                   dnnl::memory::data_type type = dnnl::memory::data_type::f32);
+// A tensor of `dims` in the layout the primitive prefers (format_tag::any).
+dnnl::memory::desc OnednnAnyDesc(const dnnl::memory::dims& dims,
+                                 dnnl::memory::data_type type = dnnl::memory::data_type::f32);
+
+// Why oneDNN cannot compute in bf16 at the speed of this CPU ("lacks AVX512-BF16 ..."), or
+// "" where it can: oneDNN emulates bf16 on plain AVX-512, slower than fp32, which would be a
+// precision chosen for speed that runs slower.
+std::string OnednnBf16Missing();
 
 // A primitive's arguments, by DNNL_ARG_*.
 using OnednnArgs = std::unordered_map<int, dnnl::memory>;

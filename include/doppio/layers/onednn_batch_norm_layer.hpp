@@ -51,6 +51,8 @@ class OnednnBatchNormLayer : public OnednnLayer<BatchNormLayer<float>>,
   InputExchange<float>* input_exchange() override { return fused() ? this : nullptr; }
 
  protected:
+  // In bf16 where fused with its Scale (ResNet's pattern); alone, in f32.
+  bool RunsBf16() const override { return fused(); }
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;

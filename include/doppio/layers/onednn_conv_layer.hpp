@@ -49,6 +49,7 @@ class OnednnConvolutionLayer : public OnednnLayer<ConvolutionLayer<float>>,
   void LimitWinograd(std::size_t scratchpad_bytes);
 
  protected:
+  bool RunsBf16() const override { return true; }
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;

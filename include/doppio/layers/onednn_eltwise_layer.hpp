@@ -46,6 +46,7 @@ class OnednnEltwiseLayer : public OnednnLayer<EltwiseLayer<float>>, public Onedn
   bool LeftToReader(const Blob<float>& bottom) const;
 
  protected:
+  bool RunsBf16() const override { return true; }
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;

@@ -18,6 +18,8 @@ namespace doppio {
 // after it is Caffe's kernel run on its output after the primitive, and its Backward Caffe's:
 // oneDNN's ReLU post-op makes a NaN 0, and the output (M x N) is small next to what telling
 // beforehand whether one may come out would scan, the input and, after each update, the weights.
+// In bf16 (mixed precision) the input, the weights and the top's diff are read as bf16 copies
+// and the output and the bottom's diff written in f32: the parameter gradients stay fp32 GEMMs.
 class OnednnInnerProductLayer : public OnednnLayer<InnerProductLayer<float>>,
                                 public OnednnReLUFusable {
  public:
@@ -38,8 +40,11 @@ class OnednnInnerProductLayer : public OnednnLayer<InnerProductLayer<float>>,
   // Add this batch's gradients into the parameter blobs' diffs.
   void AddWeightGradient(const float* bottom, const float* top_diff);
   void AddBiasGradient(const float* top_diff);
-  // The weights as Caffe stores them: (num_output, K) rows, or their transpose.
-  dnnl::memory::desc UserWeightsDesc() const;
+  // The weights as Caffe stores them: (num_output, K) rows, or their transpose; in bf16, the
+  // same layout of the copy the primitives read.
+  dnnl::memory::desc UserWeightsDesc(
+      dnnl::memory::data_type type = dnnl::memory::data_type::f32) const;
+  bool RunsBf16() const override { return true; }
 
   int prepared_m_ = -1;
   bool backward_prepared_ = false;

@@ -24,12 +24,30 @@ namespace doppio {
 // Both turn a dnnl::error into an Error naming the layer (Describe) and `what`, so that a
 // status oneDNN refuses with reaches the user as a message, never an abort. Neither places
 // a call's transient tensors: OnednnPlaceInWorkspace does, before the Run that uses them.
+//
+// Mixed precision: where the net asks for BF16 (precision_request) and the layer's class
+// builds its primitives in data_type() (RunsBf16), its activations and their gradients are
+// bf16 in the primitives' layouts (half a blob's bytes, held in its buffer: OnednnTensor),
+// computed with f32 accumulation; parameters and their gradients stay f32 in the arena. Other
+// layers read such a blob in Caffe's layout and f32, converted by the blob's first accessor.
 template <typename CaffeLayer>
 class OnednnLayer : public CaffeLayer {
  public:
   explicit OnednnLayer(const LayerParameter& param) : CaffeLayer(param) {}
 
+  LayerPrecision precision() const override {
+    if (data_type() == dnnl::memory::data_type::bf16) return {BF16, BF16};
+    return {};
+  }
+
  protected:
+  // Whether the class builds its primitives in data_type(); those that do say so.
+  virtual bool RunsBf16() const { return false; }
+  dnnl::memory::data_type data_type() const {
+    return RunsBf16() && this->precision_request() == BF16 ? dnnl::memory::data_type::bf16
+                                                           : dnnl::memory::data_type::f32;
+  }
+
   const dnnl::engine& engine() const { return engine_; }
   dnnl::stream& stream() { return stream_; }
 

@@ -22,6 +22,7 @@ class OnednnLRNLayer : public OnednnLayer<LRNLayer<float>> {
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
 
  protected:
+  bool RunsBf16() const override { return true; }
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;

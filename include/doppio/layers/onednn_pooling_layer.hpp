@@ -31,6 +31,7 @@ class OnednnPoolingLayer : public OnednnLayer<PoolingLayer<float>> {
   static std::string Unsupported(const LayerParameter& param);
 
  protected:
+  bool RunsBf16() const override { return true; }
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;

@@ -33,6 +33,7 @@ class OnednnReLULayer : public OnednnLayer<ReLULayer<float>>, public OnednnFusio
   bool skips_backward() const { return skip_backward_; }
 
  protected:
+  bool RunsBf16() const override { return true; }
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;

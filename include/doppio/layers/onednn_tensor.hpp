@@ -30,6 +30,11 @@ float OnednnMaxMagnitude(const float* data, int count);
 // their layers run Caffe's kernels on an input that holds one.
 bool OnednnHasNaN(const float* data, int count);
 
+// The same for the `count` values of a blob's host bytes as they are held: floats, or bf16
+// where a oneDNN layout of bf16 holds them (mixed precision), without converting them.
+float OnednnHeldMaxMagnitude(SyncedMemory& memory, int count);
+bool OnednnHeldHasNaN(SyncedMemory& memory, int count);
+
 // A blob's host bytes held in a oneDNN layout (SyncedMemory's HostLayout): what a primitive
 // wrote there, converted to Caffe's layout by the first ordinary accessor that reads them.
 class OnednnLayout : public HostLayout {
@@ -83,7 +88,8 @@ class OnednnTensor {
   // result in `user` (a reorder where the layouts differ, nothing otherwise).
   const dnnl::memory& Write(void* user);
   // The same into a blob's buffer, which the primitive overwrites whole: in place in the
-  // primitive's layout where that takes the bytes Caffe's does (no padding), blocked
+  // primitive's layout where that takes no more bytes than Caffe's (no padding; bf16 takes
+  // half), blocked
   // layouts are kept and the buffer is not a view (the buffer then holds an OnednnLayout),
   // else as Write(void*).
   const dnnl::memory& Write(SyncedMemory& blob);
@@ -99,7 +105,7 @@ class OnednnTensor {
   dnnl::reorder to_primitive_;
   dnnl::reorder to_user_;
   bool reordered_ = false;
-  // The primitive's layout where a blob's buffer can hold it (same size as Caffe's).
+  // The primitive's layout where a blob's buffer can hold it (at most Caffe's size).
   std::shared_ptr<const OnednnLayout> in_place_;
   // The last Write went to the transient copy, which Publish reorders into the blob.
   bool publish_ = false;
@@ -121,13 +127,18 @@ class OnednnTensor {
 void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors);
 
 // The layout a layer whose primitive works on any layout (element-wise, pooling, LRN, batch
-// norm, sum) runs in for a tensor of `dims` (Caffe's layout: OnednnPlainDesc(dims)): the
-// oneDNN layout `memory` holds, where it has these dims, else Caffe's.
-dnnl::memory::desc OnednnArrivingDesc(const SyncedMemory& memory, const dnnl::memory::dims& dims);
+// norm, sum) runs in for a tensor of `dims` in `type` (f32: the blob's own type; bf16: mixed
+// precision): the oneDNN layout `memory` holds, where it has these dims and this type, else
+// Caffe's in `type` (OnednnPlainDesc(dims, type)).
+dnnl::memory::desc OnednnArrivingDesc(
+    const SyncedMemory& memory, const dnnl::memory::dims& dims,
+    dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 
-// The same for an element-wise primitive (ReLU, sum) over `count` floats: any layout of the
-// same elements serves, whatever its dims; else Caffe's, as one flat dimension.
-dnnl::memory::desc OnednnElementwiseDesc(const SyncedMemory& memory, int count);
+// The same for an element-wise primitive (ReLU, sum) over `count` values: any layout of the
+// same elements in `type` serves, whatever its dims; else Caffe's, as one flat dimension.
+dnnl::memory::desc OnednnElementwiseDesc(
+    const SyncedMemory& memory, int count,
+    dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 
 }  // namespace doppio
 
