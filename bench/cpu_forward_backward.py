@@ -321,9 +321,10 @@ class TorchBench:
         model, _, _ = self.setup(net, batch)
         return sum(p.numel() for p in model.parameters())
 
-    def time(self, net, batch, threads, iterations, warmup, repeats):
+    def time(self, net, batch, threads, iterations, warmup, repeats, bf16=False):
         """Best over `repeats` of the mean forward+backward time (ms) of
-        `iterations` iterations, after `warmup` untimed ones."""
+        `iterations` iterations, after `warmup` untimed ones; `bf16`: the forward under
+        CPU autocast to bfloat16 (PyTorch's mixed precision on the CPU)."""
         torch = self.torch
         F = torch.nn.functional
         torch.set_num_threads(threads)
@@ -331,7 +332,9 @@ class TorchBench:
 
         def step():
             model.zero_grad(set_to_none=True)
-            loss = sum(w * F.cross_entropy(logits, y) for logits, w in model(x))
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                outputs = model(x)
+            loss = sum(w * F.cross_entropy(logits.float(), y) for logits, w in outputs)
             loss.backward()
 
         for _ in range(warmup):
@@ -424,6 +427,9 @@ def parse_args(argv):
     ap.add_argument("--engines", default=",".join(ENGINES[:3]),
                     help="comma-separated Doppio engine settings to time, from %s "
                     "(default: %%(default)s)" % ",".join(ENGINES))
+    ap.add_argument("--pytorch-bf16", action="store_true",
+                    help="also time PyTorch under CPU autocast to bfloat16 (column "
+                    "pytorch-bf16), the counterpart of --engines=...,BF16")
     ap.add_argument("--json", metavar="FILE",
                     help="also write the results as JSON to FILE")
     args = ap.parse_args(argv)
@@ -504,7 +510,8 @@ def main(argv=None):
     sys.stdout.flush()
 
     engines = [] if args.pytorch_only else args.engine_list
-    frameworks = engines + ["pytorch"]
+    torches = ["pytorch"] + (["pytorch-bf16"] if args.pytorch_bf16 else [])
+    frameworks = engines + torches
     best = {job: {fw: None for fw in frameworks} for job in jobs}
     detail = {job: {} for job in jobs}  # engine -> (forward, backward, peak MiB) of its best
     errors = {job: {} for job in jobs}
@@ -517,9 +524,9 @@ def main(argv=None):
             gemm_peak[threads] = max(gemm_peak[threads], torch_bench.peak_gflops(threads, 2))
             shift = (r + i) % len(frameworks)
             for fw in frameworks[shift:] + frameworks[:shift]:
-                if fw == "pytorch":
+                if fw in torches:
                     ms = torch_bench.time(net, batch, threads, iters, args.warmup,
-                                          args.repeats)
+                                          args.repeats, bf16=fw == "pytorch-bf16")
                     note = ""
                 else:
                     try:
@@ -556,7 +563,7 @@ def main(argv=None):
         return 100.0 * flops[net] / (ms / 1000.0) / 1e9 / gemm_peak[threads]
 
     print()
-    cols = engines + ["pytorch"]
+    cols = engines + torches
     header = "%-14s %5s %7s " % ("net", "batch", "threads") + " ".join(
         "%11s" % (c.lower() + " ms") for c in cols) + "".join(
         " %16s" % (e.lower() + "/pytorch") for e in engines) + " %14s %18s" % (
@@ -577,6 +584,9 @@ def main(argv=None):
             " %16s" % fmt(ratio(rec.get(e), p)) for e in engines) + " %14s %18s" % (
             "/".join(fmt(v, "%.0f") for v in peaks),
             "/".join(fmt(of_peak(rec.get(c), net, threads), "%.0f") for c in cols)))
+        if "BF16" in engines and args.pytorch_bf16:
+            print("%-14s %5d %7d   bf16 / pytorch-bf16: %s" % (
+                net, batch, threads, fmt(ratio(rec.get("BF16"), rec.get("pytorch-bf16")))))
     print("(milliseconds per forward+backward iteration, best over %d round(s); "
           "ratio < 1 means Doppio is faster)" % args.rounds)
     counts = sorted(set(j[2] for j in jobs))
@@ -592,7 +602,9 @@ def main(argv=None):
         rows = []
         for j in jobs:
             row = dict(net=j[0], batch=j[1], threads=j[2], iterations=j[3],
-                       pytorch_ms=best[j]["pytorch"], gflop_per_iteration=flops[j[0]] / 1e9,
+                       pytorch_ms=best[j]["pytorch"],
+                       pytorch_bf16_ms=best[j].get("pytorch-bf16"),
+                       gflop_per_iteration=flops[j[0]] / 1e9,
                        gemm_peak_gflops=gemm_peak[j[2]])
             for engine in engines:
                 fwd, bwd, peak = detail[j].get(engine, (None, None, None))

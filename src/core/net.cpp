@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "doppio/core/debug_info.hpp"
+#include "doppio/core/device_math.hpp"
 #include "doppio/core/insert_splits.hpp"
 #include "doppio/core/layer_fusion.hpp"
 #include "doppio/core/layer_registry.hpp"
@@ -599,7 +600,28 @@ void Net<Dtype>::BackwardFromTo(int start, int end) {
 
 template <typename Dtype>
 void Net<Dtype>::Backward() {
-  if (!layers_.empty()) BackwardFromTo(layers_.size() - 1, 0);
+  if (layers_.empty()) return;
+  if (loss_scale_ == Dtype(1)) {
+    BackwardFromTo(layers_.size() - 1, 0);
+    return;
+  }
+  // Only for the pass: Forward's loss is the dot product of the top and this diff.
+  ScaleLossWeights(loss_scale_);
+  BackwardFromTo(layers_.size() - 1, 0);
+  ScaleLossWeights(Dtype(1));
+}
+
+template <typename Dtype>
+void Net<Dtype>::ScaleLossWeights(Dtype scale) {
+  const DeviceMath<Dtype> m(gpu_.get());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    for (std::size_t t = 0; t < top_vecs_[i].size(); ++t) {
+      const Dtype weight = layers_[i]->loss(static_cast<int>(t));
+      if (weight == Dtype(0)) continue;
+      Blob<Dtype>* top = top_vecs_[i][t];
+      m.set(top->count(), weight * scale, m.mutable_diff(top));
+    }
+  }
 }
 
 template <typename Dtype>

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -110,6 +111,12 @@ std::string DescribeInput(const InputStats& interval) {
 
 }  // namespace
 
+bool ScalesLoss(const SolverParameter& param) {
+  return param.loss_scaling() == SolverParameter::DYNAMIC_LOSS_SCALING ||
+         (param.loss_scaling() == SolverParameter::LOSS_SCALING_DEFAULT &&
+          param.precision() == FP16);
+}
+
 template <typename Dtype>
 Solver<Dtype>::Solver(const SolverParameter& param, std::shared_ptr<GpuContext> gpu,
                       const CpuOptions& cpu)
@@ -122,6 +129,13 @@ Solver<Dtype>::Solver(const SolverParameter& param, std::shared_ptr<GpuContext> 
   }
   CheckParameters();
   CheckSnapshotWritePermissions();
+  loss_scaling_ = ScalesLoss(param_);
+  if (loss_scaling_) {
+    loss_scale_ = param_.loss_scale();
+    LOG(INFO) << "Dynamic loss scaling from " << loss_scale_ << " (halved on an overflow, doubled "
+              << "after " << param_.loss_scale_window() << " clean updates, at least "
+              << param_.loss_scale_min() << ")";
+  }
   if (param_.random_seed() >= 0) {
     seed_ = static_cast<std::uint64_t>(param_.random_seed());
   } else {
@@ -161,6 +175,13 @@ void Solver<Dtype>::CheckParameters() const {
   DOPPIO_ENSURE(!param_.has_reference_batch() || param_.reference_batch() > 0)
       << "solver: reference_batch must be positive, not " << param_.reference_batch();
   CheckLarcParameters(param_);
+  DOPPIO_ENSURE(std::isfinite(param_.loss_scale()) && param_.loss_scale() > 0)
+      << "solver: loss_scale must be positive and finite, not " << param_.loss_scale();
+  DOPPIO_ENSURE(param_.loss_scale_window() >= 1)
+      << "solver: loss_scale_window must be >= 1, not " << param_.loss_scale_window();
+  DOPPIO_ENSURE(param_.loss_scale_min() > 0 && param_.loss_scale_min() <= param_.loss_scale())
+      << "solver: loss_scale_min must be positive and at most loss_scale (" << param_.loss_scale()
+      << "), not " << param_.loss_scale_min();
 }
 
 template <typename Dtype>
@@ -386,6 +407,7 @@ void Solver<Dtype>::Step(int iters) {
     // As Caffe: the solver's debug_info logs only on display iterations, or it would drown
     // the log.
     net_->set_debug_info(net_debug_info_ || (param_.debug_info() && display_now()));
+    net_->set_loss_scale(loss_scaling_ ? loss_scale_ : Dtype(1));
     Dtype loss = 0;
     for (int i = 0; i < param_.iter_size(); ++i) loss += net_->ForwardBackward();
     loss /= param_.iter_size();
@@ -403,6 +425,9 @@ void Solver<Dtype>::Step(int iters) {
     // a NaN or infinity only in the gradients (another replica's, through the allreduce) or
     // one the step overflowed into is found by the update itself, in its one pass over the
     // weights, which has already written them: training stops below, before any snapshot.
+    // An overflow under loss scaling skips the update and is no divergence: only the scale
+    // changes, and the iteration counts.
+    if (loss_scaling_ && loss_finite && !UnscaleGradients()) apply_update = false;
     bool weights_finite = true;
     if (apply_update && (loss_finite || allow_nonfinite_)) weights_finite = ApplyUpdate();
     for (auto& callbacks : callbacks_) {
@@ -425,6 +450,45 @@ void Solver<Dtype>::Step(int iters) {
       break;
     }
   }
+}
+
+template <typename Dtype>
+bool Solver<Dtype>::UnscaleGradients() {
+  const auto& params = net_->learnable_params();
+  // A NaN or infinity anywhere makes its blob's sum of magnitudes one (or so large a sum
+  // overflows: gradients that large are an overflow too).
+  const bool finite = std::all_of(params.begin(), params.end(), [](const Blob<Dtype>* blob) {
+    return std::isfinite(static_cast<double>(blob->asum_diff()));
+  });
+  if (finite) {
+    for (Blob<Dtype>* blob : params) blob->scale_diff(Dtype(1) / loss_scale_);
+    if (++loss_scale_clean_updates_ >= param_.loss_scale_window()) {
+      loss_scale_ *= 2;
+      loss_scale_clean_updates_ = 0;
+      LOG(INFO) << "Iteration " << iter_ << ": " << param_.loss_scale_window()
+                << " updates without overflow: loss scale " << loss_scale_;
+    }
+    return true;
+  }
+  loss_scale_clean_updates_ = 0;
+  if (loss_scale_ / 2 < param_.loss_scale_min()) {
+    std::ostringstream text;
+    text << "Iteration " << iter_ << " (lr = " << GetLearningRate()
+         << "): training diverged: the gradients are NaN or infinite at loss scale "
+         << loss_scale_ << ", which is already at loss_scale_min " << param_.loss_scale_min();
+    if (allow_nonfinite_) {
+      LOG(WARNING) << text.str() << "; going on without this update (--allow_nonfinite)";
+      return false;
+    }
+    text << ". Stopping; the snapshots written before this iteration are intact (lower "
+            "base_lr, or check the data)";
+    divergence_ = Divergence{text.str(), false};
+    return false;
+  }
+  loss_scale_ /= 2;
+  LOG(INFO) << "Iteration " << iter_ << ": the gradients overflowed at loss scale "
+            << loss_scale_ * 2 << ": update skipped, loss scale " << loss_scale_;
+  return false;
 }
 
 template <typename Dtype>
@@ -641,6 +705,10 @@ void Solver<Dtype>::Snapshot() {
   state.set_iter(iter_);
   state.set_learned_net(model_filename);
   state.set_current_step(current_step_);
+  if (loss_scaling_) {
+    state.set_loss_scale(static_cast<float>(loss_scale_));
+    state.set_loss_scale_clean_updates(loss_scale_clean_updates_);
+  }
   SnapshotSolverState(&state);
   SnapshotDataPositions(&state);
   for (auto& callbacks : callbacks_) {
@@ -773,6 +841,17 @@ void Solver<Dtype>::RestoreFrom(const SolverState& state, const NetParameter& we
   net_->RestoreTrainedLayersFrom(weights);
   iter_ = state.iter();
   current_step_ = state.current_step();
+  if (loss_scaling_ && state.has_loss_scale()) {
+    DOPPIO_ENSURE(std::isfinite(state.loss_scale()) && state.loss_scale() > 0 &&
+                  state.loss_scale_clean_updates() >= 0)
+        << state_origin << ": loss scale " << state.loss_scale() << " after "
+        << state.loss_scale_clean_updates() << " clean updates is not a state loss scaling has";
+    loss_scale_ = state.loss_scale();
+    loss_scale_clean_updates_ = state.loss_scale_clean_updates();
+  } else if (loss_scaling_) {
+    LOG(INFO) << state_origin << " holds no loss scale (written without loss scaling): "
+              << "starting from " << loss_scale_;
+  }
   RestoreSolverState(state);
   RestoreDataPositions(state, state_origin);
   LOG(INFO) << "Restored solver state at iteration " << iter_ << " from " << state_origin;

@@ -123,6 +123,12 @@ SolverParameter TrainingParameters(const Communicator& comm, const std::optional
   }
   // Mixed precision sends its gradients in 16 bits, as Horovod's fp16 allreduce does: half the
   // bytes, summed in float. One rank sends nothing, and keeps its fp32 gradients.
+  // Each rank decides on an overflow from the summed gradients; under reduce_bcast only rank 0
+  // has them.
+  DOPPIO_ENSURE(!ScalesLoss(solver_param) || comm.size() == 1 ||
+                options->sync != SyncMode::kReduceBroadcast)
+      << "train: loss scaling (" << FLAGS_solver << ") is not built for --sync=reduce_bcast "
+      << "across ranks: use --sync=overlap or blocking";
   const bool sixteen_bits = precision == BF16 || precision == FP16;
   if (sixteen_bits && comm.size() > 1 && options->sync != SyncMode::kReduceBroadcast &&
       gflags::GetCommandLineFlagInfoOrDie("grad_compression").is_default) {

@@ -42,6 +42,10 @@ class Net {
   void Backward();
   void BackwardFromTo(int start, int end);
   Dtype ForwardBackward();
+  // Loss scaling (mixed precision): Backward starts from the loss weights times `scale`, so
+  // every gradient comes out `scale` times the loss's; Forward's loss is unchanged. 1: off.
+  void set_loss_scale(Dtype scale) { loss_scale_ = scale; }
+  Dtype loss_scale() const { return loss_scale_; }
   // Re-propagates shapes after an input blob changed shape.
   void Reshape();
 
@@ -241,6 +245,10 @@ class Net {
   std::vector<ForwardCallback> before_forward_;
   std::vector<ForwardCallback> after_forward_;
   bool debug_info_ = false;
+  Dtype loss_scale_ = 1;
+  // Sets the diffs of the loss tops, which the loss layers' Backward reads, to their loss
+  // weights times `scale`.
+  void ScaleLossWeights(Dtype scale);
 };
 
 }  // namespace doppio

@@ -33,6 +33,10 @@ struct SolverCallbacks {
   std::function<void(SolverState* state)> on_snapshot;
 };
 
+// Whether a solver of `param` scales its loss dynamically: loss_scaling DYNAMIC_LOSS_SCALING,
+// or DEFAULT under precision FP16.
+bool ScalesLoss(const SolverParameter& param);
+
 // A NaN or infinity one replica saw in an iteration (Solver::divergence()).
 struct Divergence {
   // "Iteration N (lr = ...): training diverged: ..., the first NaN or infinity is in ...".
@@ -109,6 +113,11 @@ class Solver {
   // can decide in its per-iteration exchange that they all stop, with one message.
   const std::optional<Divergence>& divergence() const { return divergence_; }
 
+  // Dynamic loss scaling (SolverParameter's loss_scaling, docs/precision.md): whether it is
+  // on, and the scale the next iteration's backward starts from.
+  bool loss_scaling() const { return loss_scaling_; }
+  Dtype loss_scale() const { return loss_scale_; }
+
   // The file names a snapshot at the current iteration gets.
   std::string SnapshotFilename(const std::string& extension) const;
   // Runs every test net once (test_iter batches each) and logs their mean outputs.
@@ -160,6 +169,12 @@ class Solver {
   SolverAction GetRequestedAction();
   void NoteNonFinite(Dtype loss, bool weights_finite);
   std::string LocateNonFinite(bool* in_forward) const;
+  // Under loss scaling, after the iteration's gradients are complete (summed over the ranks,
+  // who therefore all decide alike): divides them by the scale and returns true, counting a
+  // clean update (the scale doubles after loss_scale_window of them); or, where one of them
+  // is NaN or infinite, leaves them, halves the scale and returns false: the update is
+  // skipped. An overflow with the scale at loss_scale_min is divergence.
+  bool UnscaleGradients();
   void CheckSnapshotIsFinite(const NetParameter& weights, const std::string& weights_file,
                              const SolverState& state, const std::string& state_file) const;
 
@@ -173,6 +188,9 @@ class Solver {
   int last_snapshot_iter_ = -1;
   bool allow_nonfinite_ = false;
   std::optional<Divergence> divergence_;
+  bool loss_scaling_ = false;
+  Dtype loss_scale_ = 1;
+  int loss_scale_clean_updates_ = 0;
   std::vector<Dtype> last_test_scores_;
   // Display bookkeeping: rate since the previous display line.
   std::chrono::steady_clock::time_point last_display_time_;
