@@ -180,13 +180,6 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     } catch (const Error& error) {
       RethrowNamingLayer(error, layer_param);
     }
-    DOPPIO_ENSURE(!NamesItsPrecision(layer_param) || layer_param.precision() == FP32 ||
-                  layer->precision().math == layer_param.precision())
-        << DescribeLayer(layer_param) << ": precision " << PrecisionName(layer_param.precision())
-        << " is not one engine " << layer->engine() << " runs ("
-        << DescribePrecision(layer->precision())
-        << "); on the CPU, engine ONEDNN runs bf16 for Convolution, InnerProduct, ReLU, "
-           "Pooling, LRN, Eltwise SUM, and BatchNorm followed by an in-place Scale";
     for (std::size_t top_id = 0; top_id < top_vecs_[layer_id].size(); ++top_id) {
       const int blob_id = top_id_vecs_[layer_id][top_id];
       if (blob_loss_weights_.size() <= static_cast<std::size_t>(blob_id)) {
@@ -241,6 +234,17 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   LOG(INFO) << "Network '" << name_ << "' (" << Phase_Name(phase_) << "): " << layers_.size()
             << " layers, " << arena_count_ << " learnable parameters";
   LayerFusions<Dtype>::Run(*this);
+  // After the fusions: a BatchNorm runs bf16 only fused with its Scale.
+  for (const auto& layer : layers_) {
+    const LayerParameter& named = layer->layer_param();
+    DOPPIO_ENSURE(!NamesItsPrecision(named) || named.precision() == FP32 ||
+                  layer->precision().math == named.precision())
+        << DescribeLayer(named) << ": precision " << PrecisionName(named.precision())
+        << " is not one engine " << layer->engine() << " runs ("
+        << DescribePrecision(layer->precision())
+        << "); on the CPU, engine ONEDNN runs bf16 for Convolution, InnerProduct, ReLU, "
+           "Pooling, LRN, Eltwise SUM, and BatchNorm followed by an in-place Scale";
+  }
   CollectInputExchanges();
   LogEngines();
   LOG(INFO) << "Memory required for data: " << memory_used * sizeof(Dtype) << " bytes";
@@ -688,6 +692,19 @@ void Net<Dtype>::LogEngines() const {
     std::ostringstream list;
     for (const auto& label : labels) list << " " << label;
     LOG(INFO) << "Engine " << engine << " runs " << labels.size() << " layer"
+              << (labels.size() == 1 ? "" : "s") << ":" << list.str();
+  }
+  // And, where not every layer is fp32, the precision of each (storage, math where it differs).
+  std::map<std::string, std::vector<std::string>> labels_by_precision;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    labels_by_precision[DescribePrecision(layers_[i]->precision())].push_back(
+        layer_label(static_cast<int>(i)));
+  }
+  if (labels_by_precision.size() == 1 && labels_by_precision.count("fp32") == 1) return;
+  for (const auto& [precision, labels] : labels_by_precision) {
+    std::ostringstream list;
+    for (const auto& label : labels) list << " " << label;
+    LOG(INFO) << "Precision " << precision << " runs " << labels.size() << " layer"
               << (labels.size() == 1 ? "" : "s") << ":" << list.str();
   }
 }

@@ -210,6 +210,18 @@ void ReadSolverStateHdf5(const std::string& path, SolverState* state) {
       }
     }
   }
+  if (file.Has("doppio/loss_scale")) {
+    const std::vector<float> scale = file.Read<float>("doppio/loss_scale");
+    DOPPIO_ENSURE(scale.size() == 1)
+        << path << ", dataset 'doppio/loss_scale': " << scale.size() << " values, not 1";
+    state->set_loss_scale(scale[0]);
+    if (file.Has("doppio/loss_scale_clean_updates")) {
+      const std::int64_t clean = file.ReadInt("doppio/loss_scale_clean_updates");
+      DOPPIO_ENSURE(clean >= 0 && clean <= INT_MAX)
+          << path << ", dataset 'doppio/loss_scale_clean_updates': " << clean << " is out of range";
+      state->set_loss_scale_clean_updates(static_cast<int>(clean));
+    }
+  }
 }
 
 void WriteSolverStateHdf5(const SolverState& state, const std::string& path) {
@@ -256,6 +268,11 @@ void WriteSolverStateHdf5(const SolverState& state, const std::string& path) {
                   compression.velocity(i), false);
       }
     }
+  }
+  if (state.has_loss_scale()) {
+    const float scale = state.loss_scale();
+    file.Write("doppio/loss_scale", {1}, &scale);
+    file.WriteInt("doppio/loss_scale_clean_updates", state.loss_scale_clean_updates());
   }
   WriteFileAtomically(file.Image(), path);
 }

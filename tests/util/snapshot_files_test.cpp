@@ -131,7 +131,7 @@ TEST_F(SnapshotFilesTest, WeightsThatDoNotFitTheLayoutAreErrors) {
 
 TEST_F(SnapshotFilesTest, SolverStateRoundTripsEveryField) {
   // A new field of SolverState needs a place in the HDF5 layout (snapshot_files.cpp).
-  ASSERT_EQ(SolverState::descriptor()->field_count(), 7);
+  ASSERT_EQ(SolverState::descriptor()->field_count(), 9);
   SolverState state;
   state.set_iter(1234);
   state.set_learned_net(Path("lsq_iter_1234.caffemodel.h5"));
@@ -150,6 +150,8 @@ TEST_F(SnapshotFilesTest, SolverStateRoundTripsEveryField) {
   *compression->add_residual() = FloatBlob({3, 2}, 0.5f);
   *compression->add_residual() = FloatBlob({3, 2}, -0.25f);
   *compression->mutable_shared() = FloatBlob({2, 2}, 2.f);
+  state.set_loss_scale(32768.f);
+  state.set_loss_scale_clean_updates(17);
   const std::string path = Path("s.solverstate.h5");
   WriteSolverStateFile(state, path);
   SolverState back;
