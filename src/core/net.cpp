@@ -138,8 +138,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     layer->set_cpu_options(cpu_options_);
     if (NamesItsPrecision(layer_param)) {
       try {
-        CheckPrecisionRuns(layer_param.precision(), gpu_ != nullptr,
-                           DescribeLayer(layer_param));
+        CheckPrecisionRuns(layer_param.precision(), gpu_ != nullptr, DescribeLayer(layer_param));
       } catch (const Error& error) {
         RethrowNamingLayer(error, layer_param);
       }

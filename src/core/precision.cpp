@@ -56,11 +56,10 @@ void CheckPrecisionRuns(Precision precision, bool gpu, const std::string& where)
         << " on the GPU is not built yet: Doppio's GPU engines train in fp32 or tf32";
     return;
   }
-  DOPPIO_ENSURE(precision == BF16)
-      << where << ": precision " << name << " on the CPU: "
-      << (precision == TF32 ? "TF32 is the GPU tensor cores' format"
-                            : "oneDNN 2.6 trains in fp16 on no CPU")
-      << "; the CPU trains in fp32 or, with AVX512-BF16, bf16";
+  DOPPIO_ENSURE(precision == BF16) << where << ": precision " << name << " on the CPU: "
+                                   << (precision == TF32 ? "TF32 is the GPU tensor cores' format"
+                                                         : "oneDNN 2.6 trains in fp16 on no CPU")
+                                   << "; the CPU trains in fp32 or, with AVX512-BF16, bf16";
 #ifdef DOPPIO_WITH_ONEDNN
   const std::string missing = OnednnBf16Missing();
   DOPPIO_ENSURE(missing.empty()) << where << ": precision bf16 on the CPU " << missing;

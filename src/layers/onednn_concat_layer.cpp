@@ -53,10 +53,10 @@ void OnednnConcatLayer::Prepare(const BlobVec& bottom, const Blob<float>& top,
                                         : blocked[src_descs.size()]);
   }
   const auto top_plain = OnednnPlainDesc(dims_of(top));
-  const auto dst_request = blocked.empty()
-                               ? top_plain
-                               : dnnl::memory::desc(dims_of(top), blocked[0].data_type(),
-                                                    dnnl::memory::format_tag::any);
+  const auto dst_request =
+      blocked.empty()
+          ? top_plain
+          : dnnl::memory::desc(dims_of(top), blocked[0].data_type(), dnnl::memory::format_tag::any);
   const dnnl::concat::primitive_desc pd(dst_request, 1, src_descs, engine());
   const auto dst = pd.dst_desc();
   std::vector<OnednnTensor> srcs(parts.size()), diff_srcs(parts.size());

@@ -153,15 +153,14 @@ void OnednnConvolutionLayer::PrepareBackward() {
   }
 
   const auto weights_pd = WithDirectFallback(algorithm_, [&](dnnl::algorithm algorithm) {
-    const auto desc =
-        bias_term_
-            ? dnnl::convolution_backward_weights::desc(
-                  algorithm, OnednnAnyDesc(s.src, type), OnednnAnyDesc(s.weights),
-                  OnednnAnyDesc(s.bias), OnednnAnyDesc(s.dst, type), s.strides, s.dilates,
-                  s.pad_l, s.pad_r)
-            : dnnl::convolution_backward_weights::desc(
-                  algorithm, OnednnAnyDesc(s.src, type), OnednnAnyDesc(s.weights),
-                  OnednnAnyDesc(s.dst, type), s.strides, s.dilates, s.pad_l, s.pad_r);
+    const auto desc = bias_term_
+                          ? dnnl::convolution_backward_weights::desc(
+                                algorithm, OnednnAnyDesc(s.src, type), OnednnAnyDesc(s.weights),
+                                OnednnAnyDesc(s.bias), OnednnAnyDesc(s.dst, type), s.strides,
+                                s.dilates, s.pad_l, s.pad_r)
+                          : dnnl::convolution_backward_weights::desc(
+                                algorithm, OnednnAnyDesc(s.src, type), OnednnAnyDesc(s.weights),
+                                OnednnAnyDesc(s.dst, type), s.strides, s.dilates, s.pad_l, s.pad_r);
     return dnnl::convolution_backward_weights::primitive_desc(desc, engine(), forward_pd_);
   });
   backward_weights_ = dnnl::convolution_backward_weights(weights_pd);

@@ -22,8 +22,8 @@
 #include "doppio/layers/onednn_fusion.hpp"
 #include "doppio/layers/onednn_relu_layer.hpp"
 #include "doppio/layers/onednn_scale_layer.hpp"
-#include "doppio/util/half.hpp"
 #include "doppio/layers/relu_layer.hpp"
+#include "doppio/util/half.hpp"
 
 namespace doppio {
 

@@ -37,12 +37,12 @@ void OnednnInnerProductLayer::PrepareForward() {
   const memory::data_type type = data_type();
   const memory::desc src = OnednnPlainDesc({M_, K_}, type);
   const auto desc =
-      bias_term_ ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, src,
-                                                     UserWeightsDesc(type), OnednnAnyDesc({N_}),
-                                                     OnednnPlainDesc({M_, N_}))
-                 : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, src,
-                                                     UserWeightsDesc(type),
-                                                     OnednnPlainDesc({M_, N_}));
+      bias_term_
+          ? dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, src,
+                                              UserWeightsDesc(type), OnednnAnyDesc({N_}),
+                                              OnednnPlainDesc({M_, N_}))
+          : dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, src,
+                                              UserWeightsDesc(type), OnednnPlainDesc({M_, N_}));
   forward_pd_ = dnnl::inner_product_forward::primitive_desc(desc, engine());
   forward_ = dnnl::inner_product_forward(forward_pd_);
   src_.Init(engine(), OnednnPlainDesc({M_, K_}), forward_pd_.src_desc());

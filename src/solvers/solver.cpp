@@ -474,8 +474,8 @@ bool Solver<Dtype>::UnscaleGradients() {
   if (loss_scale_ / 2 < param_.loss_scale_min()) {
     std::ostringstream text;
     text << "Iteration " << iter_ << " (lr = " << GetLearningRate()
-         << "): training diverged: the gradients are NaN or infinite at loss scale "
-         << loss_scale_ << ", which is already at loss_scale_min " << param_.loss_scale_min();
+         << "): training diverged: the gradients are NaN or infinite at loss scale " << loss_scale_
+         << ", which is already at loss_scale_min " << param_.loss_scale_min();
     if (allow_nonfinite_) {
       LOG(WARNING) << text.str() << "; going on without this update (--allow_nonfinite)";
       return false;

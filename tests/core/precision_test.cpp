@@ -62,9 +62,8 @@ TEST(PrecisionTest, WhatNoMachineHereRunsIsAnErrorNamingWhereAndWhat) {
   EXPECT_EQ(ErrorOf(FP32, false), "");
   EXPECT_EQ(ErrorOf(PRECISION_DEFAULT, true), "");
   EXPECT_EQ(ErrorOf(TF32, true), "");
-  for (const auto& [precision, gpu] :
-       {std::pair{FP16, false}, std::pair{TF32, false}, std::pair{BF16, true},
-        std::pair{FP16, true}}) {
+  for (const auto& [precision, gpu] : {std::pair{FP16, false}, std::pair{TF32, false},
+                                       std::pair{BF16, true}, std::pair{FP16, true}}) {
     const std::string what = ErrorOf(precision, gpu);
     EXPECT_NE(what.find("solver.prototxt"), std::string::npos) << what;
     EXPECT_NE(what.find("precision " + PrecisionName(precision)), std::string::npos) << what;

@@ -6,8 +6,8 @@
 // layers are held to 3% of the larger of the value and the output's RMS. A net's loss is held
 // to 2%, and its gradients to 15% of their norm: the small net below, with two BatchNorms, is
 // sensitive enough that rounding only its input to bf16 (fp32 everywhere else) moved its
-// gradients by 2-5%, and bf16 throughout by 0.1-8% (AMD EPYC with AVX512-BF16). On a CPU without AVX512-BF16 the same requests are
-// errors that name the flag, which is what the tests then check.
+// gradients by 2-5%, and bf16 throughout by 0.1-8% (AMD EPYC with AVX512-BF16). On a CPU without
+// AVX512-BF16 the same requests are errors that name the flag, which is what the tests then check.
 #ifdef DOPPIO_WITH_ONEDNN
 
 #include <gtest/gtest.h>
@@ -30,18 +30,18 @@ constexpr double kLayerTolerance = 3e-2;
 
 // Skips a test where the CPU cannot run bf16, after checking that asking for it is an error
 // that names what the CPU lacks.
-#define SKIP_WITHOUT_BF16()                                                       \
-  do {                                                                            \
-    if (!OnednnBf16Missing().empty()) {                                           \
-      try {                                                                       \
-        CheckPrecisionRuns(BF16, false, "test");                                  \
-        ADD_FAILURE() << "bf16 on a CPU without it was accepted";                 \
-      } catch (const Error& error) {                                              \
+#define SKIP_WITHOUT_BF16()                                                         \
+  do {                                                                              \
+    if (!OnednnBf16Missing().empty()) {                                             \
+      try {                                                                         \
+        CheckPrecisionRuns(BF16, false, "test");                                    \
+        ADD_FAILURE() << "bf16 on a CPU without it was accepted";                   \
+      } catch (const Error& error) {                                                \
         EXPECT_NE(std::string(error.what()).find("avx512_bf16"), std::string::npos) \
-            << error.what();                                                      \
-      }                                                                           \
-      GTEST_SKIP() << "this CPU " << OnednnBf16Missing();                         \
-    }                                                                             \
+            << error.what();                                                        \
+      }                                                                             \
+      GTEST_SKIP() << "this CPU " << OnednnBf16Missing();                           \
+    }                                                                               \
   } while (0)
 
 void CompareBf16(const std::string& text, std::vector<std::vector<int>> bottoms, int tops = 1) {
@@ -89,12 +89,14 @@ TEST(OnednnBf16Test, ReLU) {
 
 TEST(OnednnBf16Test, Pooling) {
   SKIP_WITHOUT_BF16();
-  CompareBf16("type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 "
-              "engine: %ENGINE% }",
-              {{2, 16, 13, 13}});
-  CompareBf16("type: 'Pooling' pooling_param { pool: AVE kernel_size: 3 stride: 2 "
-              "engine: %ENGINE% }",
-              {{2, 16, 8, 8}});
+  CompareBf16(
+      "type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 "
+      "engine: %ENGINE% }",
+      {{2, 16, 13, 13}});
+  CompareBf16(
+      "type: 'Pooling' pooling_param { pool: AVE kernel_size: 3 stride: 2 "
+      "engine: %ENGINE% }",
+      {{2, 16, 8, 8}});
 }
 
 TEST(OnednnBf16Test, LRN) {
@@ -191,7 +193,8 @@ TEST(OnednnBf16NetTest, TrainsWhatFp32TrainsWithBf16ActivationsBetweenOnednnLaye
   EXPECT_EQ(bf16->layer_by_name("loss")->precision().math, FP32);
   // The parameters stay fp32 in the arena: the same values in both nets.
   for (std::size_t p = 0; p < fp32->learnable_params().size(); ++p) {
-    EXPECT_EQ(bf16->learnable_params()[p]->cpu_data()[0], fp32->learnable_params()[p]->cpu_data()[0]);
+    EXPECT_EQ(bf16->learnable_params()[p]->cpu_data()[0],
+              fp32->learnable_params()[p]->cpu_data()[0]);
   }
 
   float loss[2];
@@ -210,7 +213,7 @@ TEST(OnednnBf16NetTest, TrainsWhatFp32TrainsWithBf16ActivationsBetweenOnednnLaye
   // sends an element's gradient elsewhere where bf16 rounds two window values to one, so single
   // elements may differ by their whole size. Where a gradient sums to zero in exact arithmetic
   // (conv2's bias, which feeds a BatchNorm), against the net's largest gradient instead. The
-// bound: twice the largest difference measured (file comment).
+  // bound: twice the largest difference measured (file comment).
   double scale = 0;
   for (const Blob<float>* param : fp32->learnable_params()) {
     scale = std::max(scale, RootMeanSquare(param->cpu_diff(), param->count()));

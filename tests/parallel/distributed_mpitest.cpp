@@ -295,6 +295,15 @@ TEST_F(DistributedTest, EquivalenceLarcSgdAndNesterov) {
   }
 }
 
+// Every rank decides on the loss scale from the same summed gradients: a power-of-two scale
+// (doubled every 2 clean updates here) changes nothing, on any number of ranks.
+TEST_F(DistributedTest, EquivalenceUnderDynamicLossScaling) {
+  for (SyncMode mode : {SyncMode::kOverlap, SyncMode::kBlocking}) {
+    ExpectEquivalence("SGD", 1, Variant::kPlain, mode, World(), nullptr,
+                      "loss_scaling: DYNAMIC_LOSS_SCALING loss_scale: 1024 loss_scale_window: 2");
+  }
+}
+
 TEST_F(DistributedTest, EquivalenceIterSize2EveryMode) {
   for (SyncMode mode : kModes) {
     ExpectEquivalence("SGD", 2, Variant::kPlain, mode);

@@ -36,7 +36,8 @@ float LargestGradient() {
   solver->net()->ForwardBackward();
   float largest = 0;
   for (const Blob<float>* blob : solver->net()->learnable_params()) {
-    for (int i = 0; i < blob->count(); ++i) largest = std::max(largest, std::fabs(blob->cpu_diff()[i]));
+    for (int i = 0; i < blob->count(); ++i)
+      largest = std::max(largest, std::fabs(blob->cpu_diff()[i]));
   }
   return largest;
 }
@@ -52,7 +53,8 @@ TEST(LossScalingTest, OnWhereAskedAndUnderFp16ByDefault) {
   EXPECT_FALSE(ScalesLoss(ParseText<SolverParameter>("")));
   EXPECT_FALSE(ScalesLoss(ParseText<SolverParameter>("precision: BF16")));
   EXPECT_TRUE(ScalesLoss(ParseText<SolverParameter>("precision: FP16")));
-  EXPECT_FALSE(ScalesLoss(ParseText<SolverParameter>("precision: FP16 loss_scaling: NO_LOSS_SCALING")));
+  EXPECT_FALSE(
+      ScalesLoss(ParseText<SolverParameter>("precision: FP16 loss_scaling: NO_LOSS_SCALING")));
   EXPECT_TRUE(ScalesLoss(ParseText<SolverParameter>("loss_scaling: DYNAMIC_LOSS_SCALING")));
 }
 
@@ -104,8 +106,8 @@ TEST(LossScalingTest, AnOverflowAtTheFloorIsDivergence) {
 }
 
 TEST(LossScalingTest, BadFieldsAreErrorsNamingThem) {
-  for (const char* extra : {"loss_scale: 0", "loss_scale_window: 0",
-                            "loss_scale: 8 loss_scale_min: 16"}) {
+  for (const char* extra :
+       {"loss_scale: 0", "loss_scale_window: 0", "loss_scale: 8 loss_scale_min: 16"}) {
     try {
       SolverRegistry<float>::CreateSolver(LeastSquaresSolver(extra));
       ADD_FAILURE() << extra << " was accepted";

@@ -18,8 +18,8 @@
 #include "doppio/core/activation_sharing.hpp"
 #include "doppio/core/precision.hpp"
 #include "doppio/parallel/distributed_solver.hpp"
-#include "doppio/parallel/gradient_compression.hpp"
 #include "doppio/parallel/gpu_selection.hpp"
+#include "doppio/parallel/gradient_compression.hpp"
 #include "doppio/parallel/mpi_communicator.hpp"
 #include "doppio/parallel/rank_logging.hpp"
 #include "doppio/solvers/snapshot_search.hpp"
@@ -111,8 +111,8 @@ SolverParameter TrainingParameters(const Communicator& comm, const std::optional
   options->lr_warmup_iters = FLAGS_lr_warmup_iters;
   SolverParameter solver_param = ReadSolverParamsFromTextFile(FLAGS_solver);
   solver_param.set_precision(PrecisionFromFlag(solver_param.precision()));
-  options->gpu = GpuFromFlags(LocalRanks{comm.local_rank(), comm.local_size()},
-                              solver_param.precision());
+  options->gpu =
+      GpuFromFlags(LocalRanks{comm.local_rank(), comm.local_size()}, solver_param.precision());
   options->cpu = CpuOptionsFromFlags();
   const std::shared_ptr<GpuContext>& gpu = options->gpu;
   const Precision precision = solver_param.precision();

@@ -150,9 +150,9 @@ std::string LayerProfileToJson(const LayerProfile& profile, const std::string& m
     const LayerTiming& layer = profile.layers[i];
     out << "    {\"name\": " << JsonQuote(layer.name) << ", \"type\": " << JsonQuote(layer.type)
         << ", \"engine\": " << JsonQuote(layer.engine)
-        << ", \"precision\": " << JsonQuote(layer.precision) << ", \"forward_ms\": " << layer.forward_ms
-        << ", \"backward_ms\": " << layer.backward_ms << "}"
-        << (i + 1 < profile.layers.size() ? "," : "") << "\n";
+        << ", \"precision\": " << JsonQuote(layer.precision)
+        << ", \"forward_ms\": " << layer.forward_ms << ", \"backward_ms\": " << layer.backward_ms
+        << "}" << (i + 1 < profile.layers.size() ? "," : "") << "\n";
   }
   out << "  ]\n}\n";
   return out.str();

@@ -193,7 +193,8 @@ class Net {
   // Finds the layers that keep their input by exchange (Layer::input_exchange).
   void CollectInputExchanges();
   void WarnSharedLayerNames() const;
-  // Logs which engine runs each layer (one line per engine).
+  // Logs which engine runs each layer (one line per engine), and, where not every layer is
+  // fp32, the precision each runs in (one line per precision).
   void LogEngines() const;
   void CopyLayerBlobs(int layer_id, const google::protobuf::RepeatedPtrField<BlobProto>& blobs);
 

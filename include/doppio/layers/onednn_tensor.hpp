@@ -130,9 +130,8 @@ void OnednnPlaceAllInWorkspace(const std::vector<OnednnTensor*>& tensors);
 // norm, sum) runs in for a tensor of `dims` in `type` (f32: the blob's own type; bf16: mixed
 // precision): the oneDNN layout `memory` holds, where it has these dims and this type, else
 // Caffe's in `type` (OnednnPlainDesc(dims, type)).
-dnnl::memory::desc OnednnArrivingDesc(
-    const SyncedMemory& memory, const dnnl::memory::dims& dims,
-    dnnl::memory::data_type type = dnnl::memory::data_type::f32);
+dnnl::memory::desc OnednnArrivingDesc(const SyncedMemory& memory, const dnnl::memory::dims& dims,
+                                      dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 
 // The same for an element-wise primitive (ReLU, sum) over `count` values: any layout of the
 // same elements in `type` serves, whatever its dims; else Caffe's, as one flat dimension.
