@@ -58,9 +58,6 @@ bool OnednnEltwiseLayer::LeftToReader(const Blob<float>& bottom) const {
 }
 
 namespace {
-// Caffe's ReLU of a + b over [begin, end); sets *nan where the output holds a NaN. A slope known
-// to be 0 is what lets the compiler vectorize ReLUValue (with a slope read at run time the loop
-// took 2 to 3 times as long).
 // Values as floats or bf16 (mixed precision), which are added and rectified in float.
 inline float Widen(float value) { return value; }
 inline float Widen(std::uint16_t value) { return Bfloat16ToFloat(value); }
@@ -73,6 +70,9 @@ T Narrow(float value) {
   }
 }
 
+// Caffe's ReLU of a + b over [begin, end); sets *nan where the output holds a NaN. A slope known
+// to be 0 is what lets the compiler vectorize ReLUValue (with a slope read at run time the loop
+// took 2 to 3 times as long).
 template <bool kLeaky, typename T>
 void SumReLUPart(const T* a, const T* b, T* y, int begin, int end, float slope, char* nan) {
   int any = 0;
