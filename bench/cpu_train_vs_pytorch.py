@@ -12,7 +12,9 @@ Each framework runs at its defaults and at the best of a few configurations:
   PyTorch   defaults (torch's threads = the cores, num_workers=0); 1 thread; a data worker.
 and, with --ranks2, two ranks of one core each: `mpirun -np 2 doppio train` (defaults and
 ACTIVE) against PyTorch DDP over gloo (one thread per process), each rank half the batch;
-and, with --loaded, the defaults again while another process keeps one core busy.
+and, with --loaded, the defaults again while another process keeps one core busy; and, with
+--bf16, `doppio train --precision=bf16` (mixed precision, docs/precision.md), which is not one
+of the fp32 configurations the targets compare.
 Configurations take turns for --rounds rounds; each keeps its best.
 
 Nets: lenet reads the MNIST training LMDB (data/mnist/get_mnist.sh makes it); cifar10_quick
@@ -260,6 +262,8 @@ def main():
     ap.add_argument('--ranks2', action='store_true', help='also two ranks of one core each')
     ap.add_argument('--loaded', action='store_true',
                     help='also the defaults with one core kept busy by another process')
+    ap.add_argument('--bf16', action='store_true',
+                    help='also doppio train --precision=bf16 (needs AVX512-BF16)')
     args = ap.parse_args()
     pb2 = doppio_pb2(args.build)
     import torch
@@ -296,6 +300,8 @@ def main():
                     'pytorch default': pytorch(),
                     'pytorch 1 thread': pytorch(threads=1),
                     'pytorch 1 data worker': pytorch(threads=max(1, cores - 1), workers=1)}
+            if args.bf16:
+                runs['doppio bf16'] = doppio(flags=['--precision=bf16'])
             if args.ranks2:
                 half = write_solver(pb2, net, source, batch // 2, iterations, display, folder)
                 runs['doppio 2x1 default'] = doppio(ranks=2, solver=half)
@@ -318,13 +324,16 @@ def main():
             for name, rate in best.items():
                 print('%-32s %10.1f' % (name, rate))
             doppio_best = max(v for k, v in best.items() if k.startswith('doppio')
-                              and '2x1' not in k and 'busy' not in k)
+                              and '2x1' not in k and 'busy' not in k and 'bf16' not in k)
             torch_best = max(v for k, v in best.items() if k.startswith('pytorch')
                              and '2x1' not in k and 'busy' not in k)
             print('doppio default / doppio best: %.2f (target >= 0.95)'
                   % (best['doppio default'] / doppio_best))
             print('doppio default step time / pytorch best step time: %.2f (target <= 0.8)'
                   % (torch_best / best['doppio default']))
+            if args.bf16:
+                print('doppio bf16 / doppio default: %.2f' % (best['doppio bf16']
+                                                             / best['doppio default']))
             if args.ranks2:
                 print('2x1: doppio default / doppio best: %.2f; doppio default step / pytorch '
                       'DDP step: %.2f' % (best['doppio 2x1 default'] / max(
