@@ -15,6 +15,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "doppio/device/onednn.hpp"
 #include "doppio/parallel/agreement.hpp"
 #include "doppio/parallel/distributed_solver.hpp"
 #include "doppio/parallel/gpu_selection.hpp"
@@ -302,6 +303,25 @@ TEST_F(DistributedTest, EquivalenceUnderDynamicLossScaling) {
     ExpectEquivalence("SGD", 1, Variant::kPlain, mode, World(), nullptr,
                       "loss_scaling: DYNAMIC_LOSS_SCALING loss_scale: 1024 loss_scale_window: 2");
   }
+}
+
+// In bf16 (the oneDNN InnerProducts here; the 3-channel convolution stays on CAFFE) a sample's
+// arithmetic does not depend on the batch it is in, so N ranks still train what one process
+// trains, to fp32's tolerance.
+TEST_F(DistributedTest, EquivalenceInBf16) {
+#ifdef DOPPIO_WITH_ONEDNN
+  if (!OnednnBf16Missing().empty()) GTEST_SKIP() << "this CPU " << OnednnBf16Missing();
+  auto solver = SolverRegistry<float>::CreateSolver(
+      Param("SGD", Net(Dir(), kBatch, kBatch), 1, 6, "precision: BF16"));
+  for (const char* name : {"relu1", "pool1", "ip1"}) {
+    ASSERT_EQ(solver->net()->layer_by_name(name)->precision().math, BF16) << name;
+  }
+  for (SyncMode mode : {SyncMode::kOverlap, SyncMode::kBlocking}) {
+    ExpectEquivalence("SGD", 1, Variant::kPlain, mode, World(), nullptr, "precision: BF16");
+  }
+#else
+  GTEST_SKIP() << "bf16 on the CPU runs on oneDNN, which this build lacks";
+#endif
 }
 
 TEST_F(DistributedTest, EquivalenceIterSize2EveryMode) {
