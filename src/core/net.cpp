@@ -36,6 +36,19 @@ Net<Dtype>::Net(const NetParameter& param, std::uint64_t seed, std::shared_ptr<G
     : seed_(seed), gpu_(std::move(gpu)), cpu_options_(cpu) {
   Init(param);
   if (gpu_) SetGpu(gpu_);
+  // What a layer runs in is known once the fusions ran (a BatchNorm runs bf16 only fused with
+  // its Scale) and it has its device (a cuDNN convolution's TF32).
+  for (const auto& layer : layers_) {
+    const LayerParameter& named = layer->layer_param();
+    DOPPIO_ENSURE(!NamesItsPrecision(named) || layer->precision().math == named.precision())
+        << DescribeLayer(named) << ": precision " << PrecisionName(named.precision())
+        << " is not what engine " << layer->engine() << " runs here ("
+        << DescribePrecision(layer->precision())
+        << "); on the CPU, engine ONEDNN runs bf16 for Convolution, InnerProduct, ReLU, "
+           "Pooling, LRN, Eltwise SUM, and BatchNorm followed by an in-place Scale; on the GPU, "
+           "--tf32_conv decides fp32 or tf32 for every convolution";
+  }
+  LogEngines();
 }
 
 template <typename Dtype>
@@ -233,19 +246,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   LOG(INFO) << "Network '" << name_ << "' (" << Phase_Name(phase_) << "): " << layers_.size()
             << " layers, " << arena_count_ << " learnable parameters";
   LayerFusions<Dtype>::Run(*this);
-  // After the fusions: a BatchNorm runs bf16 only fused with its Scale.
-  for (const auto& layer : layers_) {
-    const LayerParameter& named = layer->layer_param();
-    DOPPIO_ENSURE(!NamesItsPrecision(named) || named.precision() == FP32 ||
-                  layer->precision().math == named.precision())
-        << DescribeLayer(named) << ": precision " << PrecisionName(named.precision())
-        << " is not one engine " << layer->engine() << " runs ("
-        << DescribePrecision(layer->precision())
-        << "); on the CPU, engine ONEDNN runs bf16 for Convolution, InnerProduct, ReLU, "
-           "Pooling, LRN, Eltwise SUM, and BatchNorm followed by an in-place Scale";
-  }
   CollectInputExchanges();
-  LogEngines();
   LOG(INFO) << "Memory required for data: " << memory_used * sizeof(Dtype) << " bytes";
   LOG(INFO) << "Memory required for parameters: " << parameter_bytes()
             << " bytes; activations (data + diff): " << activation_bytes() << " bytes";

@@ -25,6 +25,8 @@ class CudnnConvolutionLayer : public ConvolutionLayer<Dtype> {
   using typename ConvolutionLayer<Dtype>::BlobVec;
   explicit CudnnConvolutionLayer(const LayerParameter& param) : ConvolutionLayer<Dtype>(param) {}
   ~CudnnConvolutionLayer() override;
+  // fp32 storage; TF32 math where GpuOptions::tf32_conv lets float32 use tensor cores.
+  LayerPrecision precision() const override;
 
  protected:
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
