@@ -9,6 +9,7 @@
 #include "doppio/core/net.hpp"
 #include "doppio/device/onednn.hpp"
 #include "doppio/util/error.hpp"
+#include "expect_error.hpp"
 #include "test_util.hpp"
 
 namespace doppio {
@@ -30,14 +31,7 @@ TEST(PrecisionTest, NamesParseBackInAnyCase) {
   EXPECT_EQ(ParsePrecision("BF16", "--precision"), BF16);
   EXPECT_EQ(DescribePrecision({FP32, TF32}), "fp32/tf32");
   EXPECT_EQ(DescribePrecision({BF16, BF16}), "bf16");
-  try {
-    ParsePrecision("half", "--precision");
-    FAIL() << "'half' was accepted";
-  } catch (const Error& error) {
-    const std::string what = error.what();
-    EXPECT_NE(what.find("--precision"), std::string::npos) << what;
-    EXPECT_NE(what.find("'half'"), std::string::npos) << what;
-  }
+  EXPECT_ERROR_WITH(ParsePrecision("half", "--precision"), "--precision", "'half'");
 }
 
 TEST(PrecisionTest, LossesAndSoftmaxKeepFp32UnlessTheyNameOne) {
@@ -88,24 +82,10 @@ TEST(PrecisionTest, NetRefusesWhatItsMachineCannotRun) {
     layer { name: 'data' type: 'Input' top: 'data'
             input_param { shape { dim: 1 dim: 2 } } }
   )");
-  try {
-    Net<float> net(param);
-    FAIL() << "an fp16 net on the CPU was accepted";
-  } catch (const Error& error) {
-    const std::string what = error.what();
-    EXPECT_NE(what.find("net 'small'"), std::string::npos) << what;
-    EXPECT_NE(what.find("fp16"), std::string::npos) << what;
-  }
+  EXPECT_ERROR_WITH(Net<float>{param}, "net 'small'", "fp16");
   param.set_precision(FP32);
   param.mutable_layer(0)->set_precision(TF32);
-  try {
-    Net<float> net(param);
-    FAIL() << "a tf32 layer on the CPU was accepted";
-  } catch (const Error& error) {
-    const std::string what = error.what();
-    EXPECT_NE(what.find("'data'"), std::string::npos) << what;
-    EXPECT_NE(what.find("tf32"), std::string::npos) << what;
-  }
+  EXPECT_ERROR_WITH(Net<float>{param}, "'data'", "tf32");
 }
 
 }  // namespace
