@@ -237,6 +237,35 @@ TEST(OnednnBf16NetTest, LayerThatNamesBf16OnAnEngineWithoutItIsAnError) {
   EXPECT_ERROR_WITH(Net<float>{param}, "'conv'", "bf16", "ONEDNN");
 }
 
+TEST(OnednnBf16NetTest, CheapLayersAfterFp32LayersRunFp32) {
+  SKIP_WITHOUT_BF16();
+  // LeNet's shape: its convolutions stay on CAFFE, so its poolings read fp32 (and would convert
+  // both ways); the inner products still run bf16. A pooling that names bf16 keeps it.
+  NetParameter param = ParseText<NetParameter>(R"(
+    precision: BF16
+    layer { name: 'data' type: 'Input' top: 'data'
+            input_param { shape { dim: 2 dim: 1 dim: 12 dim: 12 } } }
+    layer { name: 'conv' type: 'Convolution' bottom: 'data' top: 'conv'
+            convolution_param { num_output: 20 kernel_size: 5 } }
+    layer { name: 'pool' type: 'Pooling' bottom: 'conv' top: 'pool'
+            pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+    layer { name: 'named' type: 'Pooling' bottom: 'conv' top: 'named' precision: BF16
+            pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+    layer { name: 'ip' type: 'InnerProduct' bottom: 'pool' top: 'ip'
+            inner_product_param { num_output: 16 } }
+    layer { name: 'relu' type: 'ReLU' bottom: 'ip' top: 'relu' }
+    layer { name: 'relu_named' type: 'ReLU' bottom: 'named' top: 'relu_named' }
+  )");
+  Net<float> net(param);
+  EXPECT_EQ(net.layer_by_name("conv")->engine(), "CAFFE");
+  EXPECT_EQ(net.layer_by_name("pool")->precision().math, FP32);
+  EXPECT_EQ(net.layer_by_name("named")->precision().math, BF16);
+  EXPECT_EQ(net.layer_by_name("ip")->precision().math, BF16);
+  // The inner product's output is fp32; the pooling that named bf16 hands on bf16.
+  EXPECT_EQ(net.layer_by_name("relu")->precision().math, FP32);
+  EXPECT_EQ(net.layer_by_name("relu_named")->precision().math, BF16);
+}
+
 TEST(OnednnBf16NetTest, LayerCanStayFp32InABf16Net) {
   SKIP_WITHOUT_BF16();
   NetParameter param = ParseText<NetParameter>(kNet);

@@ -26,6 +26,11 @@ class OnednnInnerProductLayer : public OnednnLayer<InnerProductLayer<float>>,
   explicit OnednnInnerProductLayer(const LayerParameter& param) : OnednnLayer(param) {}
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   bool CanFuseReLU() const override { return true; }
+  // In bf16 the math only: its output and bottom diff are fp32.
+  LayerPrecision precision() const override {
+    return data_type() == dnnl::memory::data_type::bf16 ? LayerPrecision{FP32, BF16}
+                                                        : LayerPrecision{};
+  }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
