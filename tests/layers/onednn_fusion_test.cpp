@@ -305,10 +305,11 @@ TEST(OnednnFusionTest, OnlyOutputsThatMayHoldNaNLeaveThePostOp) {
 TEST(OnednnFusionTest, PassesRunInTheirStatedOrder) {
   // The Eltwise lends its diff to a BatchNorm fused already (onednn_fusion.cpp): the
   // BatchNorm's pass comes first. The ResNet stage tests of onednn_layouts_test.cpp check
-  // the lending itself.
+  // the lending itself. bf16's pass reads what the fused BatchNorms run: last.
   EXPECT_EQ(LayerFusions<float>::PassNames("ONEDNN"),
             (std::vector<std::string>{"Winograd scratchpad limit", "ReLU post-ops",
-                                      "BatchNorm + Scale + ReLU", "Eltwise SUM lends diffs"}));
+                                      "BatchNorm + Scale + ReLU", "Eltwise SUM lends diffs",
+                                      "bf16 where the inputs are"}));
   EXPECT_TRUE(LayerFusions<float>::PassNames("CAFFE").empty());
 }
 
