@@ -17,10 +17,17 @@ CudnnConvolutionLayer<Dtype>::~CudnnConvolutionLayer() {
 }
 
 template <typename Dtype>
+cudnnMathType_t CudnnConvolutionLayer<Dtype>::BaseMathType() const {
+  // As PyTorch: float32 may use TF32 tensor cores only when allowed; FMA math forbids them.
+  const bool fp32 = std::is_same<Dtype, float>::value;
+  return fp32 && !this->gpu().options().tf32_conv ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+}
+
+template <typename Dtype>
 LayerPrecision CudnnConvolutionLayer<Dtype>::precision() const {
-  // BaseMathType's rule: float32 on TF32 tensor cores where the options allow it.
-  const bool tf32 =
-      std::is_same<Dtype, float>::value && this->gpu_context() && this->gpu().options().tf32_conv;
+  // Before the net gives the layer its device, nothing has chosen TF32 yet.
+  const bool tf32 = std::is_same<Dtype, float>::value && this->gpu_context() &&
+                    BaseMathType() == CUDNN_DEFAULT_MATH;
   return {FP32, tf32 ? TF32 : FP32};
 }
 

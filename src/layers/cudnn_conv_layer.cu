@@ -88,13 +88,6 @@ std::string CudnnConvolutionLayer<Dtype>::ProblemKey(const char* direction) cons
 }
 
 template <typename Dtype>
-cudnnMathType_t CudnnConvolutionLayer<Dtype>::BaseMathType() const {
-  // As PyTorch: float32 may use TF32 tensor cores only when allowed; FMA math forbids them.
-  const bool fp32 = std::is_same<Dtype, float>::value;
-  return fp32 && !this->gpu().options().tf32_conv ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
-}
-
-template <typename Dtype>
 void CudnnConvolutionLayer<Dtype>::SetConvolution(cudnnConvolutionDescriptor_t desc,
                                                   cudnnMathType_t math) {
   DOPPIO_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
