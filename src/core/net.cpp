@@ -46,7 +46,8 @@ Net<Dtype>::Net(const NetParameter& param, std::uint64_t seed, std::shared_ptr<G
         << DescribePrecision(layer->precision())
         << "); on the CPU, engine ONEDNN runs bf16 for Convolution, InnerProduct, ReLU, "
            "Pooling, LRN, Eltwise SUM, and BatchNorm followed by an in-place Scale; on the GPU, "
-           "--tf32_conv decides fp32 or tf32 for every convolution";
+           "ReLU, Pooling MAX and AVE, and InnerProduct run bf16 and fp16, and --tf32_conv "
+           "decides fp32 or tf32 for every convolution";
   }
   LogEngines();
 }
@@ -119,7 +120,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
   // The device's own precision where the net names none: fp32 (TF32 convolutions on the GPU
   // are GpuOptions', as before precision was named).
   const Precision precision = param.precision() == PRECISION_DEFAULT ? FP32 : param.precision();
-  CheckPrecisionRuns(precision, gpu_ != nullptr, "net '" + name_ + "'");
+  CheckPrecisionRuns(precision, gpu_.get(), "net '" + name_ + "'");
 
   std::map<std::string, int> available_blobs;
   std::size_t memory_used = 0;
@@ -151,7 +152,7 @@ void Net<Dtype>::Init(const NetParameter& in_param) {
     layer->set_cpu_options(cpu_options_);
     if (NamesItsPrecision(layer_param)) {
       try {
-        CheckPrecisionRuns(layer_param.precision(), gpu_ != nullptr, DescribeLayer(layer_param));
+        CheckPrecisionRuns(layer_param.precision(), gpu_.get(), DescribeLayer(layer_param));
       } catch (const Error& error) {
         RethrowNamingLayer(error, layer_param);
       }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <sstream>
 
+#include "doppio/device/gpu_context.hpp"
 #include "doppio/device/onednn.hpp"
 #include "doppio/util/error.hpp"
 
@@ -47,13 +49,25 @@ Precision RequestedPrecision(const LayerParameter& layer, Precision net) {
   return needs_range ? FP32 : net;
 }
 
-void CheckPrecisionRuns(Precision precision, bool gpu, const std::string& where) {
+std::string GpuLacksPrecision(Precision precision, int capability) {
+  const int needed = precision == FP16 ? 70 : (precision == TF32 || precision == BF16 ? 80 : 0);
+  if (capability >= needed) return "";
+  std::ostringstream why;
+  why << PrecisionName(precision) << " needs compute capability " << needed / 10 << "."
+      << needed % 10 << " or later (" << (needed == 70 ? "Volta" : "Ampere")
+      << "'s tensor cores), this GPU has " << capability / 10 << "." << capability % 10;
+  return why.str();
+}
+
+void CheckPrecisionRuns(Precision precision, const GpuContext* gpu, const std::string& where) {
   if (precision == PRECISION_DEFAULT || precision == FP32) return;
   const std::string name = PrecisionName(precision);
-  if (gpu) {
-    DOPPIO_ENSURE(precision == TF32)
-        << where << ": precision " << name
-        << " on the GPU is not built yet: Doppio's GPU engines train in fp32 or tf32";
+  if (gpu != nullptr) {
+#ifdef DOPPIO_WITH_CUDA
+    const std::string lacks = GpuLacksPrecision(precision, gpu->compute_capability());
+    DOPPIO_ENSURE(lacks.empty()) << where << ": precision " << name << " on " << gpu->Describe()
+                                 << ": " << lacks;
+#endif
     return;
   }
   DOPPIO_ENSURE(precision == BF16) << where << ": precision " << name << " on the CPU: "

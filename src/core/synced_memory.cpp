@@ -88,6 +88,7 @@ void SyncedMemory::ToCpu() {
     case Head::kDevice:
 #ifdef DOPPIO_WITH_CUDA
       if (cpu_ptr_ == nullptr) AllocateHostCopy();
+      WidenOnGpu();
       if (size_ > 0) {
         gpu_->MakeCurrent();
         // Ordered after every kernel queued on the stream, then waited for.
@@ -201,15 +202,57 @@ void SyncedMemory::ToGpu(GpuContext& gpu) {
   }
 }
 
+void SyncedMemory::WidenOnGpu() {
+  if (gpu_storage_ == GpuStorage::kFloat32) return;
+  const long long count = static_cast<long long>(size_ / sizeof(float));
+  const std::size_t narrow_bytes = static_cast<std::size_t>(count) * GpuStorageBytes(gpu_storage_);
+  gpu_->MakeCurrent();
+  // Element i moves from byte 2i to byte 4i: through a copy of the 16-bit half, since the
+  // kernel's threads run in no order. Both are ordered on the compute stream.
+  void* narrow = gpu_->allocator().Allocate(narrow_bytes);
+  DOPPIO_CUDA_CHECK(
+      cudaMemcpyAsync(narrow, gpu_ptr_, narrow_bytes, cudaMemcpyDeviceToDevice, gpu_->stream()));
+  gpu_convert(*gpu_, count, gpu_storage_, narrow, GpuStorage::kFloat32, gpu_ptr_);
+  gpu_->allocator().Free(narrow);
+  gpu_storage_ = GpuStorage::kFloat32;
+}
+
 const void* SyncedMemory::gpu_data(GpuContext& gpu) {
   if (parent_) return static_cast<const char*>(parent_->gpu_data(gpu)) + offset_;
   ToGpu(gpu);
+  WidenOnGpu();
   return gpu_ptr_;
 }
 
 void* SyncedMemory::mutable_gpu_data(GpuContext& gpu) {
   if (parent_) return static_cast<char*>(parent_->mutable_gpu_data(gpu)) + offset_;
   ToGpu(gpu);
+  WidenOnGpu();
+  head_ = Head::kDevice;
+  ++write_count_;
+  return gpu_ptr_;
+}
+
+const void* SyncedMemory::raw_gpu_data(GpuContext& gpu) {
+  if (parent_) return gpu_data(gpu);
+  ToGpu(gpu);
+  return gpu_ptr_;
+}
+
+void* SyncedMemory::mutable_raw_gpu_data(GpuContext& gpu, GpuStorage storage) {
+  if (parent_) {
+    DOPPIO_ENSURE(storage == GpuStorage::kFloat32)
+        << "a view of another buffer (the parameter arena) cannot hold " << GpuStorageName(storage)
+        << " elements";
+    return mutable_gpu_data(gpu);
+  }
+  Bind(gpu);
+  if (gpu_ptr_ == nullptr) {
+    gpu_->MakeCurrent();
+    gpu_ptr_ = gpu_->allocator().Allocate(size_);
+  }
+  layout_.reset();  // the host bytes, in whatever layout, are superseded whole
+  gpu_storage_ = storage;
   head_ = Head::kDevice;
   ++write_count_;
   return gpu_ptr_;

@@ -300,6 +300,15 @@ std::string GpuContext::Describe() const {
   return out.str();
 }
 
+int GpuContext::compute_capability() const {
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device_) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return prop.major * 10 + prop.minor;
+}
+
 std::string GpuContext::pci_bus_id() const {
   char text[64] = {};
   DOPPIO_CUDA_CHECK(cudaDeviceGetPCIBusId(text, sizeof(text) - 1, device_));
@@ -345,6 +354,15 @@ GpuContext::GpuContext(int device, const GpuOptions& options)
 GpuContext::~GpuContext() = default;
 std::string GpuContext::Describe() const { return "GPU " + std::to_string(device_); }
 std::string GpuContext::DeviceKey() const { return Describe(); }
+int GpuContext::compute_capability() const {
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device_) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return prop.major * 10 + prop.minor;
+}
+
 std::string GpuContext::pci_bus_id() const {
   DOPPIO_FAIL() << "GPU " << device_ << ": " << GpuUnavailableReason();
 }

@@ -23,10 +23,11 @@ bool CudnnPoolingLayer<Dtype>::Prepare() {
 
 template <typename Dtype>
 void CudnnPoolingLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
-  used_cudnn_ = this->method_ == PoolingParameter::AVE && top[0]->count() > 0 && Prepare();
+  used_cudnn_ = this->method_ == PoolingParameter::AVE && top[0]->count() > 0 &&
+                this->gpu_storage() == GpuStorage::kFloat32 && Prepare();
   if (!used_cudnn_) {
-    // MAX (see the class comment), or Caffe's ceiling rule made the output larger than
-    // cuDNN's, or the batch is empty.
+    // MAX (see the class comment), 16 bits, or Caffe's ceiling rule made the output larger
+    // than cuDNN's, or the batch is empty.
     PoolingLayer<Dtype>::Forward_gpu(bottom, top);
     return;
   }

@@ -18,10 +18,23 @@
 namespace doppio {
 
 template <typename Dtype>
+GpuStorage PoolingLayer<Dtype>::gpu_storage() const {
+  // MAX and AVE with one top; a top mask or STOCHASTIC pooling keeps fp32.
+  const bool has_16_bit_kernels = method_ != PoolingParameter::STOCHASTIC && !top_mask_;
+  return has_16_bit_kernels ? GpuStorageOf(*this) : GpuStorage::kFloat32;
+}
+
+template <typename Dtype>
+LayerPrecision PoolingLayer<Dtype>::precision() const {
+  return StoragePrecision(gpu_storage());
+}
+
+template <typename Dtype>
 void PoolingLayer<Dtype>::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   const std::string who = this->Describe();
   const PoolingParameter& p = this->layer_param_.pooling_param();
   method_ = p.pool();
+  top_mask_ = top.size() > 1;
   global_pooling_ = p.global_pooling();
   const bool has_hw_kernel = p.has_kernel_h() || p.has_kernel_w();
   if (global_pooling_) {

@@ -2,7 +2,9 @@
 
 #include <cfloat>
 
+#include "doppio/core/gpu_storage.hpp"
 #include "doppio/core/layer_kernels.cuh"
+#include "doppio/device/gpu_half.cuh"
 #include "doppio/layers/pooling_layer.hpp"
 #include "doppio/util/math_functions.hpp"
 
@@ -22,8 +24,9 @@ __device__ __forceinline__ void SplitOutput(long long index, const PoolShape& s,
   *plane = index / (static_cast<long long>(s.pooled_width) * s.pooled_height);
 }
 
-template <typename Dtype>
-__global__ void MaxPoolForward(long long n, const Dtype* in, PoolShape s, Dtype* out, int* mask,
+// S: the storage of in and out (Dtype, or 16 bits under BF16/FP16); the math is Dtype's.
+template <typename S, typename Dtype>
+__global__ void MaxPoolForward(long long n, const S* in, PoolShape s, S* out, int* mask,
                                Dtype* top_mask) {
   DOPPIO_KERNEL_LOOP(index, n) {
     long long plane;
@@ -33,7 +36,7 @@ __global__ void MaxPoolForward(long long n, const Dtype* in, PoolShape s, Dtype*
     const int w0 = pw * s.stride_w - s.pad_w;
     const int hstart = max(h0, 0), hend = min(h0 + s.kernel_h, s.height);
     const int wstart = max(w0, 0), wend = min(w0 + s.kernel_w, s.width);
-    const Dtype* x = in + plane * s.height * s.width;
+    const S* x = in + plane * s.height * s.width;
     Dtype best = -INFINITY;
     int best_index = -1;
     for (int h = hstart; h < hend; ++h) {
@@ -41,21 +44,21 @@ __global__ void MaxPoolForward(long long n, const Dtype* in, PoolShape s, Dtype*
         // The CPU's rule: the first value, then strictly greater (the first maximum wins
         // ties), or NaN (a later NaN over an earlier one, as in PyTorch), so a NaN reaches the
         // output and a window of -inf outputs -inf.
-        const Dtype value = x[h * s.width + w];
+        const Dtype value = Load(x[h * s.width + w]);
         if (best_index < 0 || value > best || isnan(value)) {
           best = value;
           best_index = h * s.width + w;
         }
       }
     }
-    out[index] = best_index >= 0 ? best : Dtype(0);
+    out[index] = StoreAs<S>::From(best_index >= 0 ? best : Dtype(0));
     if (mask) mask[index] = best_index;
     if (top_mask) top_mask[index] = static_cast<Dtype>(best_index);
   }
 }
 
-template <typename Dtype>
-__global__ void AvePoolForward(long long n, const Dtype* in, PoolShape s, Dtype* out) {
+template <typename S, typename Dtype>
+__global__ void AvePoolForward(long long n, const S* in, PoolShape s, S* out) {
   DOPPIO_KERNEL_LOOP(index, n) {
     long long plane;
     int ph, pw;
@@ -68,12 +71,12 @@ __global__ void AvePoolForward(long long n, const Dtype* in, PoolShape s, Dtype*
     const int pool_size = (h1 - h0) * (w1 - w0);
     const int hstart = max(h0, 0), hend = min(h1, s.height);
     const int wstart = max(w0, 0), wend = min(w1, s.width);
-    const Dtype* x = in + plane * s.height * s.width;
+    const S* x = in + plane * s.height * s.width;
     Dtype sum = 0;
     for (int h = hstart; h < hend; ++h) {
-      for (int w = wstart; w < wend; ++w) sum += x[h * s.width + w];
+      for (int w = wstart; w < wend; ++w) sum += Load(x[h * s.width + w]);
     }
-    out[index] = pool_size > 0 ? sum / pool_size : Dtype(0);
+    out[index] = StoreAs<S>::From(pool_size > 0 ? sum / pool_size : Dtype(0));
   }
 }
 
@@ -150,9 +153,9 @@ __device__ __forceinline__ void WindowsHolding(int h, int pad, int kernel, int s
 }
 
 // MAX and STOCHASTIC TRAIN: one thread per input element gathers the outputs that copied it.
-template <typename Dtype>
-__global__ void RoutedPoolBackward(long long n, const Dtype* top_diff, const int* mask,
-                                   const Dtype* top_mask, PoolShape s, Dtype* bottom_diff) {
+template <typename S, typename Dtype>
+__global__ void RoutedPoolBackward(long long n, const S* top_diff, const int* mask,
+                                   const Dtype* top_mask, PoolShape s, S* bottom_diff) {
   DOPPIO_KERNEL_LOOP(index, n) {
     const int w = static_cast<int>(index % s.width);
     const int h = static_cast<int>((index / s.width) % s.height);
@@ -167,16 +170,15 @@ __global__ void RoutedPoolBackward(long long n, const Dtype* top_diff, const int
       for (int pw = pwstart; pw < pwend; ++pw) {
         const long long o = offset + ph * s.pooled_width + pw;
         const int routed = top_mask ? static_cast<int>(top_mask[o]) : mask[o];
-        if (routed == me) gradient += top_diff[o];
+        if (routed == me) gradient += Load(top_diff[o]);
       }
     }
-    bottom_diff[index] = gradient;
+    bottom_diff[index] = StoreAs<S>::From(gradient);
   }
 }
 
-template <typename Dtype>
-__global__ void AvePoolBackward(long long n, const Dtype* top_diff, PoolShape s,
-                                Dtype* bottom_diff) {
+template <typename S, typename Dtype>
+__global__ void AvePoolBackward(long long n, const S* top_diff, PoolShape s, S* bottom_diff) {
   DOPPIO_KERNEL_LOOP(index, n) {
     const int w = static_cast<int>(index % s.width);
     const int h = static_cast<int>((index / s.width) % s.height);
@@ -194,10 +196,10 @@ __global__ void AvePoolBackward(long long n, const Dtype* top_diff, PoolShape s,
         const int w1 = min(w0 + s.kernel_w, s.width + s.pad_w);
         const int pool_size = (h1 - h0) * (w1 - w0);
         if (pool_size <= 0) continue;
-        gradient += top_diff[offset + ph * s.pooled_width + pw] / pool_size;
+        gradient += Load(top_diff[offset + ph * s.pooled_width + pw]) / pool_size;
       }
     }
-    bottom_diff[index] = gradient;
+    bottom_diff[index] = StoreAs<S>::From(gradient);
   }
 }
 
@@ -245,8 +247,6 @@ void PoolingLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top)
   GpuContext& gpu = this->gpu();
   const PoolShape s{channels_, height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
                     kernel_w_, stride_h_, stride_w_, pad_h_,         pad_w_};
-  const Dtype* in = bottom[0]->gpu_data(gpu);
-  Dtype* out = top[0]->mutable_gpu_data(gpu);
   const std::size_t index_bytes = sizeof(int) * static_cast<std::size_t>(count);
   const auto index_buffer = [&]() {
     if (!index_gpu_ || index_gpu_->size() < index_bytes) {
@@ -254,30 +254,35 @@ void PoolingLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top)
     }
     return static_cast<int*>(index_gpu_->mutable_gpu_data(gpu));
   };
-  switch (method_) {
-    case PoolingParameter::MAX: {
+  const GpuStorage storage = gpu_storage();
+  if (method_ != PoolingParameter::STOCHASTIC) {
+    WithStorageType<Dtype>(storage, [&](auto type) {
+      using S = decltype(type);
+      const auto* in = static_cast<const S*>(input_reader_.Read(bottom[0]->data(), storage, gpu));
+      auto* out = static_cast<S*>(top[0]->data()->mutable_raw_gpu_data(gpu, storage));
+      if (method_ == PoolingParameter::AVE) {
+        LaunchKernel("AvePoolForward", gpu, count, AvePoolForward<S, Dtype>, count, in, s, out);
+        return;
+      }
+      DOPPIO_ENSURE(method_ == PoolingParameter::MAX)
+          << this->Describe() << ": unknown pooling_param.pool " << method_;
       Dtype* top_mask = top.size() > 1 ? top[1]->mutable_gpu_data(gpu) : nullptr;
       int* mask = top_mask ? nullptr : index_buffer();
-      LaunchKernel("MaxPoolForward", gpu, count, MaxPoolForward<Dtype>, count, in, s, out, mask,
+      LaunchKernel("MaxPoolForward", gpu, count, MaxPoolForward<S, Dtype>, count, in, s, out, mask,
                    top_mask);
-      break;
-    }
-    case PoolingParameter::AVE:
-      LaunchKernel("AvePoolForward", gpu, count, AvePoolForward<Dtype>, count, in, s, out);
-      break;
-    case PoolingParameter::STOCHASTIC:
-      if (this->phase_ == TRAIN) {
-        const std::uint64_t first = this->FirstSamplePosition(num_);
-        LaunchKernel("StochasticPoolForwardTrain", gpu, count, StochasticPoolForwardTrain<Dtype>,
-                     count, in, s, static_cast<unsigned long long>(StochasticSeed()),
-                     static_cast<unsigned long long>(first), out, index_buffer());
-      } else {
-        LaunchKernel("StochasticPoolForwardTest", gpu, count, StochasticPoolForwardTest<Dtype>,
-                     count, in, s, out);
-      }
-      break;
-    default:
-      DOPPIO_FAIL() << this->Describe() << ": unknown pooling_param.pool " << method_;
+    });
+    return;
+  }
+  const Dtype* in = bottom[0]->gpu_data(gpu);
+  Dtype* out = top[0]->mutable_gpu_data(gpu);
+  if (this->phase_ == TRAIN) {
+    const std::uint64_t first = this->FirstSamplePosition(num_);
+    LaunchKernel("StochasticPoolForwardTrain", gpu, count, StochasticPoolForwardTrain<Dtype>, count,
+                 in, s, static_cast<unsigned long long>(StochasticSeed()),
+                 static_cast<unsigned long long>(first), out, index_buffer());
+  } else {
+    LaunchKernel("StochasticPoolForwardTest", gpu, count, StochasticPoolForwardTest<Dtype>, count,
+                 in, s, out);
   }
 }
 
@@ -289,11 +294,23 @@ void PoolingLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<boo
   const PoolShape s{channels_, height_,   width_,    pooled_height_, pooled_width_, kernel_h_,
                     kernel_w_, stride_h_, stride_w_, pad_h_,         pad_w_};
   const long long count = bottom[0]->count();
-  const Dtype* top_diff = top[0]->gpu_diff(gpu);
-  Dtype* bottom_diff = bottom[0]->mutable_gpu_diff(gpu);
-  const bool routed = method_ == PoolingParameter::MAX ||
-                      (method_ == PoolingParameter::STOCHASTIC && this->phase_ == TRAIN);
-  if (routed) {
+  if (method_ == PoolingParameter::STOCHASTIC && this->phase_ != TRAIN) {
+    LaunchKernel("StochasticPoolBackwardTest", gpu, count, StochasticPoolBackwardTest<Dtype>, count,
+                 bottom[0]->gpu_data(gpu), top[0]->gpu_diff(gpu), s,
+                 bottom[0]->mutable_gpu_diff(gpu));
+    return;
+  }
+  const GpuStorage storage = gpu_storage();
+  WithStorageType<Dtype>(storage, [&](auto type) {
+    using S = decltype(type);
+    const auto* top_diff = static_cast<const S*>(diff_reader_.Read(top[0]->diff(), storage, gpu));
+    auto* bottom_diff = static_cast<S*>(bottom[0]->diff()->mutable_raw_gpu_data(gpu, storage));
+    if (method_ == PoolingParameter::AVE) {
+      LaunchKernel("AvePoolBackward", gpu, count, AvePoolBackward<S, Dtype>, count, top_diff, s,
+                   bottom_diff);
+      return;
+    }
+    // MAX, and STOCHASTIC in training: the gradient goes where the forward took its value.
     const Dtype* top_mask =
         method_ == PoolingParameter::MAX && top.size() > 1 ? top[1]->gpu_data(gpu) : nullptr;
     const int* mask = nullptr;
@@ -301,15 +318,9 @@ void PoolingLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<boo
       CHECK(index_gpu_) << this->Describe() << ": Backward_gpu without a Forward_gpu";
       mask = static_cast<const int*>(index_gpu_->gpu_data(gpu));
     }
-    LaunchKernel("RoutedPoolBackward", gpu, count, RoutedPoolBackward<Dtype>, count, top_diff, mask,
-                 top_mask, s, bottom_diff);
-  } else if (method_ == PoolingParameter::AVE) {
-    LaunchKernel("AvePoolBackward", gpu, count, AvePoolBackward<Dtype>, count, top_diff, s,
-                 bottom_diff);
-  } else {
-    LaunchKernel("StochasticPoolBackwardTest", gpu, count, StochasticPoolBackwardTest<Dtype>, count,
-                 bottom[0]->gpu_data(gpu), top_diff, s, bottom_diff);
-  }
+    LaunchKernel("RoutedPoolBackward", gpu, count, RoutedPoolBackward<S, Dtype>, count, top_diff,
+                 mask, top_mask, s, bottom_diff);
+  });
 }
 
 DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(PoolingLayer);

@@ -15,9 +15,10 @@
 namespace doppio {
 namespace {
 
-std::string ErrorOf(Precision precision, bool gpu) {
+// On the CPU.
+std::string ErrorOf(Precision precision) {
   try {
-    CheckPrecisionRuns(precision, gpu, "solver.prototxt");
+    CheckPrecisionRuns(precision, nullptr, "solver.prototxt");
   } catch (const Error& error) {
     return error.what();
   }
@@ -53,26 +54,38 @@ TEST(PrecisionTest, LossesAndSoftmaxKeepFp32UnlessTheyNameOne) {
 }
 
 TEST(PrecisionTest, WhatNoMachineHereRunsIsAnErrorNamingWhereAndWhat) {
-  EXPECT_EQ(ErrorOf(FP32, false), "");
-  EXPECT_EQ(ErrorOf(PRECISION_DEFAULT, true), "");
-  EXPECT_EQ(ErrorOf(TF32, true), "");
-  for (const auto& [precision, gpu] : {std::pair{FP16, false}, std::pair{TF32, false},
-                                       std::pair{BF16, true}, std::pair{FP16, true}}) {
-    const std::string what = ErrorOf(precision, gpu);
+  EXPECT_EQ(ErrorOf(FP32), "");
+  EXPECT_EQ(ErrorOf(PRECISION_DEFAULT), "");
+  for (Precision precision : {FP16, TF32}) {
+    const std::string what = ErrorOf(precision);
     EXPECT_NE(what.find("solver.prototxt"), std::string::npos) << what;
     EXPECT_NE(what.find("precision " + PrecisionName(precision)), std::string::npos) << what;
-    EXPECT_NE(what.find(gpu ? "GPU" : "CPU"), std::string::npos) << what;
+    EXPECT_NE(what.find("CPU"), std::string::npos) << what;
   }
   // BF16 on the CPU: accepted exactly where oneDNN runs it at this CPU's speed.
 #ifdef DOPPIO_WITH_ONEDNN
   const std::string missing = OnednnBf16Missing();
-  const std::string what = ErrorOf(BF16, false);
+  const std::string what = ErrorOf(BF16);
   if (missing.empty()) {
     EXPECT_EQ(what, "");
   } else {
     EXPECT_NE(what.find("avx512_bf16"), std::string::npos) << what;
   }
 #endif
+}
+
+TEST(PrecisionTest, GpusBeforeTheirTensorCoresAreRefusedWithBothCapabilities) {
+  EXPECT_EQ(GpuLacksPrecision(FP32, 35), "");
+  EXPECT_EQ(GpuLacksPrecision(FP16, 70), "");
+  EXPECT_EQ(GpuLacksPrecision(BF16, 80), "");
+  EXPECT_EQ(GpuLacksPrecision(TF32, 90), "");
+  const std::string fp16 = GpuLacksPrecision(FP16, 61);
+  EXPECT_NE(fp16.find("fp16 needs compute capability 7.0"), std::string::npos) << fp16;
+  EXPECT_NE(fp16.find("this GPU has 6.1"), std::string::npos) << fp16;
+  const std::string bf16 = GpuLacksPrecision(BF16, 75);
+  EXPECT_NE(bf16.find("bf16 needs compute capability 8.0"), std::string::npos) << bf16;
+  EXPECT_NE(bf16.find("7.5"), std::string::npos) << bf16;
+  EXPECT_NE(GpuLacksPrecision(TF32, 75), "");
 }
 
 TEST(PrecisionTest, NetRefusesWhatItsMachineCannotRun) {

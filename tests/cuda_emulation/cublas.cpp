@@ -10,9 +10,11 @@
 #include <new>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "cublas_v2.h"
 #include "device_arena.hpp"
+#include "doppio/util/half.hpp"
 #include "runtime_state.hpp"
 
 struct DoppioEmulatedCublas {
@@ -293,6 +295,75 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long stride_c, int batches) {
   return GemmStrided("cublasDgemmStridedBatched", handle, transa, transb, m, n, k, alpha, a, lda,
                      stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batches);
+}
+
+namespace {
+size_t TypeBytes(cudaDataType type) { return type == CUDA_R_32F ? 4 : 2; }
+
+// The first `elements` values at `data`, held as `type`, in float.
+std::vector<float> Widen(const void* data, cudaDataType type, size_t elements) {
+  std::vector<float> out(elements);
+  for (size_t i = 0; i < elements; ++i) {
+    if (type == CUDA_R_32F) {
+      out[i] = static_cast<const float*>(data)[i];
+    } else {
+      const std::uint16_t bits = static_cast<const std::uint16_t*>(data)[i];
+      out[i] = type == CUDA_R_16F ? doppio::HalfToFloat(bits) : doppio::Bfloat16ToFloat(bits);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                            const void* a, cudaDataType a_type, int lda, const void* b,
+                            cudaDataType b_type, int ldb, const void* beta, void* c,
+                            cudaDataType c_type, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo) {
+  const char* call = "cublasGemmEx";
+  const auto* alpha_f = static_cast<const float*>(alpha);
+  const auto* beta_f = static_cast<const float*>(beta);
+  const cublasStatus_t status = CheckScalars(handle, call, alpha_f, beta_f);
+  if (status != CUBLAS_STATUS_SUCCESS) return status;
+  if (compute != CUBLAS_COMPUTE_32F || algo != CUBLAS_GEMM_DEFAULT) {
+    return Invalid(call, "the emulation computes in CUBLAS_COMPUTE_32F with the default algorithm");
+  }
+  if (a_type != b_type || (c_type != CUDA_R_32F && c_type != a_type)) {
+    return Invalid(call, "A and B must have one type, C fp32 or that type");
+  }
+  const int a_rows = transa == CUBLAS_OP_N ? m : k, a_cols = transa == CUBLAS_OP_N ? k : m;
+  const int b_rows = transb == CUBLAS_OP_N ? k : n, b_cols = transb == CUBLAS_OP_N ? n : k;
+  if (m < 0 || n < 0 || k <= 0) return Invalid(call, "m, n negative or k not positive");
+  if (lda < std::max(1, a_rows) || ldb < std::max(1, b_rows) || ldc < std::max(1, m)) {
+    return Invalid(call, "a leading dimension below the rows of op(A), op(B) or C");
+  }
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const size_t a_span = MatrixSpan(a_rows, a_cols, lda), b_span = MatrixSpan(b_rows, b_cols, ldb);
+  const size_t c_span = MatrixSpan(m, n, ldc);
+  if (!doppio_emulation::IsDeviceRange(a, a_span * TypeBytes(a_type)) ||
+      !doppio_emulation::IsDeviceRange(b, b_span * TypeBytes(b_type)) ||
+      !doppio_emulation::IsDeviceRange(c, c_span * TypeBytes(c_type))) {
+    return Invalid(call, "an operand reaches outside its device allocation (m " +
+                             std::to_string(m) + " n " + std::to_string(n) + " k " +
+                             std::to_string(k) + ")");
+  }
+  const float alpha_value = *alpha_f, beta_value = *beta_f;
+  doppio_emulation::Enqueue(handle->stream, [=] {
+    const std::vector<float> wa = Widen(a, a_type, a_span), wb = Widen(b, b_type, b_span);
+    std::vector<float> wc = Widen(c, c_type, c_span);
+    cblas_sgemm(CblasColMajor, Trans(transa), Trans(transb), m, n, k, alpha_value, wa.data(), lda,
+                wb.data(), ldb, beta_value, wc.data(), ldc);
+    for (size_t i = 0; i < c_span; ++i) {
+      if (c_type == CUDA_R_32F) {
+        static_cast<float*>(c)[i] = wc[i];
+      } else {
+        static_cast<std::uint16_t*>(c)[i] =
+            c_type == CUDA_R_16F ? doppio::FloatToHalf(wc[i]) : doppio::FloatToBfloat16(wc[i]);
+      }
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n,

@@ -31,12 +31,12 @@ constexpr double kLayerTolerance = 3e-2;
 
 // Skips a test where the CPU cannot run bf16, after checking that asking for it is an error
 // that names what the CPU lacks.
-#define SKIP_WITHOUT_BF16()                                                      \
-  do {                                                                           \
-    if (!OnednnBf16Missing().empty()) {                                          \
-      EXPECT_ERROR_WITH(CheckPrecisionRuns(BF16, false, "test"), "avx512_bf16"); \
-      GTEST_SKIP() << "this CPU " << OnednnBf16Missing();                        \
-    }                                                                            \
+#define SKIP_WITHOUT_BF16()                                                        \
+  do {                                                                             \
+    if (!OnednnBf16Missing().empty()) {                                            \
+      EXPECT_ERROR_WITH(CheckPrecisionRuns(BF16, nullptr, "test"), "avx512_bf16"); \
+      GTEST_SKIP() << "this CPU " << OnednnBf16Missing();                          \
+    }                                                                              \
   } while (0)
 
 void CompareBf16(const std::string& text, std::vector<std::vector<int>> bottoms, int tops = 1) {

@@ -116,7 +116,7 @@ SolverParameter TrainingParameters(const Communicator& comm, const std::optional
   options->cpu = CpuOptionsFromFlags();
   const std::shared_ptr<GpuContext>& gpu = options->gpu;
   const Precision precision = solver_param.precision();
-  CheckPrecisionRuns(precision, gpu != nullptr,
+  CheckPrecisionRuns(precision, gpu.get(),
                      FLAGS_precision.empty() ? FLAGS_solver : "--precision=" + FLAGS_precision);
   if (precision != PRECISION_DEFAULT) {
     LOG(INFO) << "precision " << PrecisionName(precision) << " (docs/precision.md)";

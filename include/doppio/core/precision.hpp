@@ -8,6 +8,10 @@
 #include "doppio/core/common.hpp"
 
 namespace doppio {
+class GpuContext;
+}
+
+namespace doppio {
 
 // What a layer keeps its activations and their gradients in, and what it computes in
 // (storage FP32 with math TF32: a cuDNN convolution on tensor cores). Never PRECISION_DEFAULT.
@@ -35,10 +39,14 @@ inline bool NamesItsPrecision(const LayerParameter& layer) {
   return layer.precision() != PRECISION_DEFAULT;
 }
 
+// Why a GPU of compute capability `capability` (90 for 9.0) cannot run `precision` ("" when
+// it can): TF32 and BF16 need Ampere (8.0), FP16 the tensor cores of Volta (7.0).
+std::string GpuLacksPrecision(Precision precision, int capability);
+
 // An Error naming `where` (the solver file, the flag) when this machine cannot run
-// `precision` on its CPU (`gpu` false) or on a GPU: BF16 on a CPU without AVX512-BF16 (the
-// CPU flag it lacks), FP16 and TF32 on the CPU (oneDNN trains neither here), BF16 and FP16 on
-// the GPU (not built: the GPU trains in FP32 or TF32).
-void CheckPrecisionRuns(Precision precision, bool gpu, const std::string& where);
+// `precision` on its CPU (`gpu` null) or on `gpu`: BF16 on a CPU without AVX512-BF16 (the
+// CPU flag it lacks), FP16 and TF32 on the CPU (oneDNN trains neither here), and on a GPU
+// what GpuLacksPrecision says (naming the GPU).
+void CheckPrecisionRuns(Precision precision, const GpuContext* gpu, const std::string& where);
 
 }  // namespace doppio

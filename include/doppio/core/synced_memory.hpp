@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "doppio/device/gpu_half.hpp"
+
 #ifdef DOPPIO_WITH_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -64,10 +66,21 @@ class SyncedMemory {
   void* mutable_raw_cpu_data(std::shared_ptr<const HostLayout> layout);
   // The context this buffer's device copy belongs to; null while it has none.
   const std::shared_ptr<GpuContext>& gpu_context() const;
+  // What the device bytes hold: kFloat32 (canonical) unless a layer running BF16 or FP16 on
+  // the GPU wrote 16-bit elements there (mutable_raw_gpu_data), one per float in the first
+  // half of the buffer. Any other access (gpu_data, cpu_data and their mutable forms) first
+  // widens them to fp32 in place on the device, so their readers never see 16 bits.
+  GpuStorage gpu_storage() const { return parent_ ? GpuStorage::kFloat32 : gpu_storage_; }
 
 #ifdef DOPPIO_WITH_CUDA
   const void* gpu_data(GpuContext& gpu);
   void* mutable_gpu_data(GpuContext& gpu);
+  // For the layers that keep activations in 16 bits: the device bytes as they are (see
+  // gpu_storage), and the device bytes handed out to be overwritten whole as `storage`
+  // (the old bytes are not transferred or converted), which counts as a write. A view
+  // refuses 16 bits (Error): the parameter arena stays fp32.
+  const void* raw_gpu_data(GpuContext& gpu);
+  void* mutable_raw_gpu_data(GpuContext& gpu, GpuStorage storage);
   // Page-locks the host copy (cudaHostAlloc), which makes transfers faster and lets them be
   // asynchronous. Existing host contents are kept. For buffers uploaded every iteration.
   void PinHostMemory();
@@ -85,6 +98,8 @@ class SyncedMemory {
   void Canonicalize();
 #ifdef DOPPIO_WITH_CUDA
   void ToGpu(GpuContext& gpu);
+  // Widens 16-bit device bytes to fp32 in place (gpu_storage).
+  void WidenOnGpu();
   void Bind(GpuContext& gpu);
   void AllocateHostCopy();
 #endif
@@ -102,6 +117,8 @@ class SyncedMemory {
   std::uint64_t write_count_ = 0;
   // The layout of the host bytes; null: canonical. Set only while the head is the host.
   std::shared_ptr<const HostLayout> layout_;
+  // What the device bytes hold; kFloat32 except while the head is the device.
+  GpuStorage gpu_storage_ = GpuStorage::kFloat32;
 };
 
 }  // namespace doppio

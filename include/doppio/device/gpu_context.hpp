@@ -114,6 +114,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   const GpuOptions& options() const { return options_; }
   // "GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0)".
   std::string Describe() const;
+  // 90 for compute capability 9.0; 0 where the runtime cannot say.
+  int compute_capability() const;
   // The device's PCI location, "0000:3b:00.0" (cudaDeviceGetPCIBusId): unlike the device id,
   // which counts the devices of CUDA_VISIBLE_DEVICES, the same in every process on the node.
   std::string pci_bus_id() const;

@@ -28,6 +28,15 @@ class CudnnReLULayer : public CudnnActivationLayer<ReLULayer<Dtype>> {
   static std::string Unsupported(const LayerParameter& param);
 
  protected:
+  // In 16 bits (BF16, FP16) the CAFFE kernel runs forward too: one element-wise pass either
+  // way, and it reads and writes the blobs' 16-bit storage.
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (this->gpu_storage() != GpuStorage::kFloat32) {
+      ReLULayer<Dtype>::Forward_gpu(bottom, top);
+    } else {
+      CudnnActivationLayer<ReLULayer<Dtype>>::Forward_gpu(bottom, top);
+    }
+  }
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     ReLULayer<Dtype>::Backward_gpu(top, propagate_down, bottom);

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "doppio/core/blob.hpp"
+#include "doppio/core/gpu_storage.hpp"
 #include "doppio/core/layer.hpp"
 
 namespace doppio {
@@ -22,6 +23,9 @@ class InnerProductLayer : public Layer<Dtype> {
   const char* type() const override { return "InnerProduct"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  // On the GPU under BF16 and FP16: 16-bit input, weights (a copy made once per update) and
+  // output, products accumulated in fp32 on tensor cores, fp32 weight gradients.
+  LayerPrecision precision() const override { return StoragePrecision(GpuStorageOf(*this)); }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -31,6 +35,10 @@ class InnerProductLayer : public Layer<Dtype> {
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+  // BF16 and FP16 (Dtype float only).
+  void Forward_gpu16(const BlobVec& bottom, const BlobVec& top, GpuStorage storage);
+  void Backward_gpu16(const BlobVec& top, const std::vector<bool>& propagate_down,
+                      const BlobVec& bottom, GpuStorage storage);
 #endif
 
  protected:  // the oneDNN engine derives from this class
@@ -41,6 +49,11 @@ class InnerProductLayer : public Layer<Dtype> {
   bool bias_term_ = true;
   bool transpose_ = false;
   Blob<Dtype> bias_multiplier_;  // M ones
+#ifdef DOPPIO_WITH_CUDA
+  GpuStorageReader input_reader_;
+  GpuStorageReader weight_reader_;
+  GpuStorageReader diff_reader_;
+#endif
 };
 
 }  // namespace doppio

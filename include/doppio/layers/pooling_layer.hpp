@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "doppio/core/gpu_storage.hpp"
 #include "doppio/core/layer.hpp"
 
 namespace doppio {
@@ -25,6 +26,8 @@ class PoolingLayer : public Layer<Dtype> {
   int MaxTopBlobs() const override {
     return this->layer_param_.pooling_param().pool() == PoolingParameter::MAX ? 2 : 1;
   }
+  // MAX and AVE with one top run in 16 bits on the GPU under BF16 and FP16.
+  LayerPrecision precision() const override;
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -73,8 +76,13 @@ class PoolingLayer : public Layer<Dtype> {
   // Runs fn(plane, part) for every (image, channel) plane, split over the thread pool.
   template <typename Fn>
   void ForPlanes(const Fn& fn);
+  bool top_mask_ = false;  // MAX's second top
+  // What the GPU kernels run in (GpuStorageOf, or fp32 where they have no 16-bit form).
+  GpuStorage gpu_storage() const;
 #ifdef DOPPIO_WITH_CUDA
   std::shared_ptr<SyncedMemory> index_gpu_;  // index_ of Forward_gpu, on the device
+  GpuStorageReader input_reader_;
+  GpuStorageReader diff_reader_;
 #endif
 };
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "doppio/core/gpu_storage.hpp"
 #include "doppio/layers/neuron_layer.hpp"
 #include "doppio/util/host_device.hpp"
 
@@ -26,6 +27,9 @@ class ReLULayer : public NeuronLayer<Dtype> {
   explicit ReLULayer(const LayerParameter& param) : NeuronLayer<Dtype>(param) {}
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   const char* type() const override { return "ReLU"; }
+  // 16 bits on the GPU under BF16 and FP16 where negative_slope is not negative (a leaky
+  // ReLU in place keeps its input in fp32, NeuronLayer::KeepInputIfInPlace_gpu).
+  LayerPrecision precision() const override { return StoragePrecision(gpu_storage()); }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -38,7 +42,15 @@ class ReLULayer : public NeuronLayer<Dtype> {
 #endif
 
  protected:  // the cuDNN engine derives from this class
+  GpuStorage gpu_storage() const {
+    return negative_slope_ < 0 ? GpuStorage::kFloat32 : GpuStorageOf(*this);
+  }
+
   Dtype negative_slope_ = 0;
+#ifdef DOPPIO_WITH_CUDA
+  GpuStorageReader input_reader_;
+  GpuStorageReader diff_reader_;
+#endif
 };
 
 }  // namespace doppio

@@ -23,6 +23,10 @@ enum cublasStatus_t {
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
 enum cublasPointerMode_t { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 };
 enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+// cublasGemmEx's element and compute types, as far as Doppio uses them.
+enum cudaDataType { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 
 cublasStatus_t cublasCreate(cublasHandle_t* handle);
 cublasStatus_t cublasDestroy(cublasHandle_t handle);
@@ -50,6 +54,14 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long stride_a, const double* b, int ldb,
                                          long long stride_b, const double* beta, double* c, int ldc,
                                          long long stride_c, int batches);
+// A and B in one of the three element types, C in fp32 or A's type, computed in fp32: the
+// 16-bit operands are widened exactly, the fp32 result rounded to C's type.
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void* alpha,
+                            const void* a, cudaDataType a_type, int lda, const void* b,
+                            cudaDataType b_type, int ldb, const void* beta, void* c,
+                            cudaDataType c_type, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo);
 cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
                            const float* alpha, const float* a, int lda, const float* x, int incx,
                            const float* beta, float* y, int incy);

@@ -1,0 +1,292 @@
+// 16-bit activations on the GPU (BF16 and FP16, docs/precision.md): the storage a buffer's
+// device bytes carry and its widening for every other reader, the reader that converts once
+// per write, the 16-bit GEMM, and each layer with 16-bit kernels against its fp32 CPU twin
+// within the type's tolerance; then a net and a solver trained in both types against fp32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doppio/core/gpu_storage.hpp"
+#include "doppio/core/layer_registry.hpp"
+#include "doppio/core/net.hpp"
+#include "doppio/device/gpu_half.hpp"
+#include "doppio/device/gpu_util.hpp"
+#include "doppio/solvers/solver_registry.hpp"
+#include "doppio/util/half.hpp"
+#include "doppio/util/math_functions.hpp"
+#include "doppio/util/rng.hpp"
+#include "expect_error.hpp"
+#include "gpu_test_util.hpp"
+#include "test_util.hpp"
+
+namespace doppio {
+namespace {
+
+struct Type16 {
+  Precision precision;
+  GpuStorage storage;
+  // Relative to max(1, |x|): a few roundings of the type's unit (bf16 2^-8, fp16 2^-11).
+  double tolerance;
+};
+const Type16 kTypes[] = {{BF16, GpuStorage::kBfloat16, 3e-2}, {FP16, GpuStorage::kFloat16, 4e-3}};
+
+float Rounded(float value, GpuStorage storage) {
+  return storage == GpuStorage::kFloat16 ? HalfToFloat(FloatToHalf(value))
+                                         : Bfloat16ToFloat(FloatToBfloat16(value));
+}
+
+TEST(Gpu16BitTest, SixteenBitBytesWidenForEveryOtherReader) {
+  DOPPIO_REQUIRE_GPU();
+  GpuContext& gpu = *TestGpu();
+  for (const Type16& type : kTypes) {
+    const int n = 37;
+    std::vector<float> values(n), device_values(n);
+    for (int i = 0; i < n; ++i) values[i] = std::sin(0.7f * i) * 300.f;
+    auto memory = std::make_shared<SyncedMemory>(n * sizeof(float));
+    std::vector<std::uint16_t> bits(n);
+    for (int i = 0; i < n; ++i) {
+      bits[i] = type.storage == GpuStorage::kFloat16 ? FloatToHalf(values[i])
+                                                     : FloatToBfloat16(values[i]);
+    }
+    void* raw = memory->mutable_raw_gpu_data(gpu, type.storage);
+    DOPPIO_CUDA_CHECK(cudaMemcpy(raw, bits.data(), n * 2, cudaMemcpyHostToDevice));
+    EXPECT_EQ(memory->gpu_storage(), type.storage);
+    // The device reader first: widened in place on the device.
+    const void* canonical = memory->gpu_data(gpu);
+    EXPECT_EQ(memory->gpu_storage(), GpuStorage::kFloat32);
+    gpu.Synchronize();
+    DOPPIO_CUDA_CHECK(cudaMemcpy(device_values.data(), canonical, n * 4, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; ++i) EXPECT_EQ(device_values[i], Rounded(values[i], type.storage)) << i;
+    // And the host reader, from 16-bit bytes again.
+    DOPPIO_CUDA_CHECK(cudaMemcpy(memory->mutable_raw_gpu_data(gpu, type.storage), bits.data(),
+                                 n * 2, cudaMemcpyHostToDevice));
+    const auto* host = static_cast<const float*>(memory->cpu_data());
+    for (int i = 0; i < n; ++i) EXPECT_EQ(host[i], Rounded(values[i], type.storage)) << i;
+  }
+  // The parameter arena stays fp32.
+  auto arena = std::make_shared<SyncedMemory>(64);
+  SyncedMemory view(arena, 16, 16);
+  EXPECT_ERROR_WITH(view.mutable_raw_gpu_data(gpu, GpuStorage::kBfloat16), "arena", "bf16");
+}
+
+TEST(Gpu16BitTest, TheReaderConvertsOncePerWriteAndPassesSixteenBitsThrough) {
+  DOPPIO_REQUIRE_GPU();
+  GpuContext& gpu = *TestGpu();
+  auto memory = std::make_shared<SyncedMemory>(8 * sizeof(float));
+  auto* host = static_cast<float*>(memory->mutable_cpu_data());
+  for (int i = 0; i < 8; ++i) host[i] = 1.f + i / 3.f;
+  GpuStorageReader reader;
+  const void* first = reader.Read(memory, GpuStorage::kBfloat16, gpu);
+  EXPECT_EQ(reader.Read(memory, GpuStorage::kBfloat16, gpu), first);
+  gpu.Synchronize();
+  std::vector<std::uint16_t> bits(8);
+  DOPPIO_CUDA_CHECK(cudaMemcpy(bits.data(), first, 16, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(bits[i], FloatToBfloat16(1.f + i / 3.f)) << i;
+  // A write makes the copy stale.
+  static_cast<float*>(memory->mutable_cpu_data())[0] = -2.f;
+  const void* again = reader.Read(memory, GpuStorage::kBfloat16, gpu);
+  gpu.Synchronize();
+  DOPPIO_CUDA_CHECK(cudaMemcpy(bits.data(), again, 2, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(Bfloat16ToFloat(bits[0]), -2.f);
+  // Bytes that already hold the storage are read where they are.
+  const void* own = memory->mutable_raw_gpu_data(gpu, GpuStorage::kBfloat16);
+  EXPECT_EQ(reader.Read(memory, GpuStorage::kBfloat16, gpu), own);
+}
+
+TEST(Gpu16BitTest, TheSixteenBitGemmIsTheFp32ProductOfTheRoundedOperands) {
+  DOPPIO_REQUIRE_GPU();
+  GpuContext& gpu = *TestGpu();
+  const int m = 5, n = 7, k = 9;
+  for (const Type16& type : kTypes) {
+    for (Trans trans_b : {Trans::kNo, Trans::kYes}) {
+      Blob<float> a({m, k}), b({k, n}), c({m, n}), expected({m, n});
+      Rng rng(11);
+      rng_gaussian<float>(a.count(), 0.f, 1.f, rng, a.mutable_cpu_data());
+      rng_gaussian<float>(b.count(), 0.f, 1.f, rng, b.mutable_cpu_data());
+      rng_gaussian<float>(c.count(), 0.f, 1.f, rng, c.mutable_cpu_data());
+      std::vector<float> ra(a.count()), rb(b.count());
+      for (int i = 0; i < a.count(); ++i) ra[i] = Rounded(a.cpu_data()[i], type.storage);
+      for (int i = 0; i < b.count(); ++i) rb[i] = Rounded(b.cpu_data()[i], type.storage);
+      expected.CopyFrom(c);
+      cpu_gemm<float>(Trans::kNo, trans_b, m, n, k, 2.f, ra.data(), rb.data(), 0.5f,
+                      expected.mutable_cpu_data());
+      GpuStorageReader read_a, read_b;
+      // trans_b reads the same k x n values as an n x k matrix: only the shapes matter here.
+      gpu_gemm_ex(gpu, Trans::kNo, trans_b, m, n, k, 2.f, type.storage,
+                  read_a.Read(a.data(), type.storage, gpu),
+                  read_b.Read(b.data(), type.storage, gpu), 0.5f, GpuStorage::kFloat32,
+                  c.mutable_gpu_data(gpu));
+      ExpectBlobsClose(expected, c, false, 1e-5, PrecisionName(type.precision));
+    }
+  }
+}
+
+// The layer in `text` on the CPU in fp32 and on the GPU asked for `type`: forward and backward
+// from the same inputs and top gradient agree to the type's tolerance, and the GPU layer's top
+// and bottom gradient are held in 16 bits.
+void CompareWithCpu(const std::string& text, const std::vector<int>& shape, const Type16& type) {
+  SCOPED_TRACE(text + " " + PrecisionName(type.precision));
+  const LayerParameter param = ParseText<LayerParameter>(text);
+  Blob<float> cpu_bottom(shape), gpu_bottom(shape), cpu_top, gpu_top;
+  Rng rng(5);
+  rng_gaussian<float>(cpu_bottom.count(), 0.f, 1.f, rng, cpu_bottom.mutable_cpu_data());
+  gpu_bottom.CopyFrom(cpu_bottom);
+  auto cpu_layer = LayerRegistry<float>::CreateLayer(param, Mode::CPU);
+  auto gpu_layer = LayerRegistry<float>::CreateLayer(param, Mode::GPU);
+  gpu_layer->set_precision_request(type.precision);
+  gpu_layer->SetGpu(TestGpu());
+  std::vector<Blob<float>*> cb = {&cpu_bottom}, gb = {&gpu_bottom};
+  std::vector<Blob<float>*> ct = {&cpu_top}, gt = {&gpu_top};
+  cpu_layer->SetUp(cb, ct);
+  gpu_layer->SetUp(gb, gt);
+  EXPECT_EQ(gpu_layer->precision().storage, type.precision);
+  for (std::size_t i = 0; i < cpu_layer->blobs().size(); ++i) {
+    gpu_layer->blobs()[i]->CopyFrom(*cpu_layer->blobs()[i]);
+  }
+  cpu_layer->Forward(cb, ct);
+  gpu_layer->Forward(gb, gt);
+  EXPECT_EQ(gpu_top.data()->gpu_storage(), type.storage);
+  ExpectBlobsClose(cpu_top, gpu_top, false, type.tolerance, "top");
+  rng_gaussian<float>(cpu_top.count(), 0.f, 1.f, rng, cpu_top.mutable_cpu_diff());
+  gpu_top.CopyFrom(cpu_top, true);
+  cpu_layer->Backward(ct, {true}, cb);
+  gpu_layer->Backward(gt, {true}, gb);
+  EXPECT_EQ(gpu_bottom.diff()->gpu_storage(), type.storage);
+  ExpectBlobsClose(cpu_bottom, gpu_bottom, true, type.tolerance, "bottom diff");
+  for (std::size_t i = 0; i < cpu_layer->blobs().size(); ++i) {
+    ExpectBlobsClose(*cpu_layer->blobs()[i], *gpu_layer->blobs()[i], true, type.tolerance * 4,
+                     "parameter diff " + std::to_string(i));
+  }
+}
+
+TEST(Gpu16BitTest, LayersWithSixteenBitKernelsMatchTheirFp32CpuTwin) {
+  DOPPIO_REQUIRE_GPU();
+  for (const Type16& type : kTypes) {
+    CompareWithCpu("name: 'relu' type: 'ReLU' bottom: 'x' top: 'y'", {2, 3, 4, 5}, type);
+    CompareWithCpu("name: 'relu' type: 'ReLU' bottom: 'x' top: 'y' relu_param { engine: CAFFE }",
+                   {2, 3, 4, 5}, type);
+    for (const char* pool : {"MAX", "AVE"}) {
+      CompareWithCpu(std::string("name: 'pool' type: 'Pooling' bottom: 'x' top: 'y' "
+                                 "pooling_param { kernel_size: 3 stride: 2 pad: 1 pool: ") +
+                         pool + " }",
+                     {2, 3, 9, 7}, type);
+    }
+    for (const char* transpose : {"false", "true"}) {
+      CompareWithCpu(std::string("name: 'ip' type: 'InnerProduct' bottom: 'x' top: 'y' "
+                                 "inner_product_param { num_output: 6 transpose: ") +
+                         transpose +
+                         " weight_filler { type: 'gaussian' std: 0.3 } "
+                         "bias_filler { type: 'constant' value: 0.2 } }",
+                     {4, 3, 2, 5}, type);
+    }
+  }
+}
+
+// conv (fp32) -> relu -> pool -> ip -> relu -> ip -> SoftmaxWithLoss (fp32).
+std::string SmallNet() {
+  return "name: 'small' "
+         "layer { name: 'data' type: 'Input' top: 'x' top: 'label' input_param { "
+         "  shape { dim: 8 dim: 2 dim: 8 dim: 8 } shape { dim: 8 } } } "
+         "layer { name: 'conv' type: 'Convolution' bottom: 'x' top: 'c' convolution_param { "
+         "  num_output: 4 kernel_size: 3 weight_filler { type: 'gaussian' std: 0.2 } } } "
+         "layer { name: 'relu1' type: 'ReLU' bottom: 'c' top: 'c' } "
+         "layer { name: 'pool' type: 'Pooling' bottom: 'c' top: 'p' pooling_param { "
+         "  pool: MAX kernel_size: 2 stride: 2 } } "
+         "layer { name: 'ip1' type: 'InnerProduct' bottom: 'p' top: 'h' inner_product_param { "
+         "  num_output: 10 weight_filler { type: 'gaussian' std: 0.2 } } } "
+         "layer { name: 'relu2' type: 'ReLU' bottom: 'h' top: 'h' } "
+         "layer { name: 'ip2' type: 'InnerProduct' bottom: 'h' top: 'o' inner_product_param { "
+         "  num_output: 3 weight_filler { type: 'gaussian' std: 0.2 } } } "
+         "layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'o' bottom: 'label' top: 'l' } ";
+}
+
+// The solver's `precision` (FP16 scales the loss by default).
+std::vector<float> TrainedLosses(const std::string& precision, std::vector<float>* weights) {
+  SolverParameter param = ParseText<SolverParameter>(
+      precision +
+      " base_lr: 0.1 momentum: 0.9 lr_policy: 'fixed' max_iter: 30 display: 0 random_seed: 2 "
+      "snapshot_after_train: false net_param { " +
+      SmallNet() + " }");
+  auto solver = SolverRegistry<float>::CreateSolver(param, TestGpu());
+  Solver<float>* raw = solver.get();
+  std::vector<float> losses;
+  raw->add_callbacks(
+      {[raw] {
+         // The same batches whatever the precision: a function of the iteration.
+         Net<float>& net = *raw->net();
+         float* x = net.blob_by_name("x")->mutable_cpu_data();
+         float* label = net.blob_by_name("label")->mutable_cpu_data();
+         const int count = net.blob_by_name("x")->count();
+         for (int i = 0; i < count; ++i) {
+           // Sample n of class n % 3: a pattern per class, and some noise.
+           const int per_sample = count / 8, j = i % per_sample;
+           x[i] = std::sin(0.37f * j * (1 + (i / per_sample) % 3)) +
+                  0.1f * std::sin(1.3f * raw->iter() + i);
+         }
+         for (int n = 0; n < 8; ++n) label[n] = static_cast<float>(n % 3);
+       },
+       [raw, &losses] { losses.push_back(raw->net()->blob_by_name("l")->cpu_data()[0]); }});
+  solver->Solve();
+  for (const Blob<float>* blob : solver->net()->learnable_params()) {
+    weights->insert(weights->end(), blob->cpu_data(), blob->cpu_data() + blob->count());
+  }
+  return losses;
+}
+
+TEST(Gpu16BitTest, ANetTrainsInBf16AndFp16AsInFp32) {
+  DOPPIO_REQUIRE_GPU();
+  // The net's log names what each layer runs in.
+  NetParameter net_param = ParseText<NetParameter>(SmallNet());
+  net_param.set_precision(BF16);
+  Net<float> net(net_param, 1, TestGpu());
+  EXPECT_EQ(DescribePrecision(net.layer_by_name("ip1")->precision()), "bf16");
+  EXPECT_EQ(DescribePrecision(net.layer_by_name("pool")->precision()), "bf16");
+  EXPECT_EQ(DescribePrecision(net.layer_by_name("loss")->precision()), "fp32");
+  std::vector<float> fp32_weights;
+  const std::vector<float> fp32 = TrainedLosses("", &fp32_weights);
+  ASSERT_GT(fp32.size(), 20u);
+  EXPECT_LT(fp32.back(), 0.5f * fp32.front()) << "the fp32 run does not learn";
+  for (const char* precision : {"precision: BF16", "precision: FP16"}) {
+    SCOPED_TRACE(precision);
+    std::vector<float> weights;
+    const std::vector<float> losses = TrainedLosses(precision, &weights);
+    ASSERT_EQ(losses.size(), fp32.size());
+    for (std::size_t i = 0; i < losses.size(); ++i) {
+      EXPECT_NEAR(losses[i], fp32[i], 0.05 * fp32[i] + 0.02) << "iteration " << i;
+    }
+    ASSERT_EQ(weights.size(), fp32_weights.size());
+    for (float w : weights) EXPECT_TRUE(std::isfinite(w));
+  }
+}
+
+TEST(Gpu16BitTest, AnFp16OverflowSkipsTheUpdateAndHalvesTheScale) {
+  DOPPIO_REQUIRE_GPU();
+  // A loss weighted so that its gradient, times the scale, is past fp16's 65504 where ip2
+  // reads it in 16 bits: the gradients overflow to infinity.
+  std::string text = SmallNet();
+  const std::string loss = "top: 'l' }";
+  text.replace(text.rfind(loss), loss.size(), "top: 'l' loss_weight: 1000 }");
+  SolverParameter param = ParseText<SolverParameter>(
+      "precision: FP16 base_lr: 0.001 lr_policy: 'fixed' max_iter: 1 display: 0 random_seed: 2 "
+      "loss_scale: 65536 snapshot_after_train: false net_param { " +
+      text + " }");
+  auto solver = SolverRegistry<float>::CreateSolver(param, TestGpu());
+  std::vector<float> before;
+  for (const Blob<float>* blob : solver->net()->learnable_params()) {
+    before.insert(before.end(), blob->cpu_data(), blob->cpu_data() + blob->count());
+  }
+  solver->Step(1);
+  std::vector<float> after;
+  for (const Blob<float>* blob : solver->net()->learnable_params()) {
+    after.insert(after.end(), blob->cpu_data(), blob->cpu_data() + blob->count());
+  }
+  EXPECT_EQ(after, before) << "the overflowed update was applied";
+  EXPECT_EQ(solver->loss_scale(), 32768.f);
+  EXPECT_FALSE(solver->divergence().has_value());
+}
+
+}  // namespace
+}  // namespace doppio
