@@ -18,13 +18,17 @@ CudnnConvolutionLayer<Dtype>::~CudnnConvolutionLayer() {
 
 template <typename Dtype>
 cudnnMathType_t CudnnConvolutionLayer<Dtype>::BaseMathType() const {
-  // As PyTorch: float32 may use TF32 tensor cores only when allowed; FMA math forbids them.
+  // 16-bit data on tensor cores. As PyTorch: float32 may use TF32 tensor cores only when
+  // allowed; FMA math forbids them.
+  if (GpuStorageOf(*this) != GpuStorage::kFloat32) return CUDNN_TENSOR_OP_MATH;
   const bool fp32 = std::is_same<Dtype, float>::value;
   return fp32 && !this->gpu().options().tf32_conv ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
 }
 
 template <typename Dtype>
 LayerPrecision CudnnConvolutionLayer<Dtype>::precision() const {
+  const GpuStorage storage = GpuStorageOf(*this);
+  if (storage != GpuStorage::kFloat32) return StoragePrecision(storage);
   // Before the net gives the layer its device, nothing has chosen TF32 yet.
   const bool tf32 = std::is_same<Dtype, float>::value && this->gpu_context() &&
                     BaseMathType() == CUDNN_DEFAULT_MATH;

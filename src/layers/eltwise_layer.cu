@@ -1,6 +1,7 @@
 #include <glog/logging.h>
 
 #include "doppio/core/layer_kernels.cuh"
+#include "doppio/device/gpu_half.cuh"
 #include "doppio/layers/eltwise_layer.hpp"
 #include "doppio/util/math_functions.hpp"
 
@@ -26,6 +27,17 @@ __global__ void MaxNext(long long n, const Dtype* c, int index, Dtype* y, int* m
   }
 }
 
+// y = ca a + cb b in 16 bits, summed in fp32.
+template <typename S>
+__global__ void WeightedSum16(long long n, float ca, const S* a, float cb, const S* b, S* y) {
+  DOPPIO_KERNEL_LOOP(i, n) { y[i] = StoreAs<S>::From(ca * Load(a[i]) + cb * Load(b[i])); }
+}
+
+template <typename S>
+__global__ void Scale16(long long n, float c, const S* x, S* y) {
+  DOPPIO_KERNEL_LOOP(i, n) { y[i] = StoreAs<S>::From(c * Load(x[i])); }
+}
+
 template <typename Dtype>
 __global__ void MaxBackward(long long n, const Dtype* dy, const int* mask, int index, Dtype* dx) {
   DOPPIO_KERNEL_LOOP(i, n) { dx[i] = mask[i] == index ? dy[i] : Dtype(0); }
@@ -33,9 +45,49 @@ __global__ void MaxBackward(long long n, const Dtype* dy, const int* mask, int i
 }  // namespace
 
 template <typename Dtype>
+void EltwiseLayer<Dtype>::Forward_gpu16(const BlobVec& bottom, const BlobVec& top,
+                                        GpuStorage storage) {
+  GpuContext& gpu = this->gpu();
+  const long long count = top[0]->count();
+  const void* a = input_readers_[0].Read(bottom[0]->data(), storage, gpu);
+  const void* b = input_readers_[1].Read(bottom[1]->data(), storage, gpu);
+  void* y = top[0]->data()->mutable_raw_gpu_data(gpu, storage);
+  WithStorageType<float>(storage, [&](auto type) {
+    using S = decltype(type);
+    LaunchKernel("WeightedSum16", gpu, count, WeightedSum16<S>, count,
+                 static_cast<float>(coeffs_[0]), static_cast<const S*>(a),
+                 static_cast<float>(coeffs_[1]), static_cast<const S*>(b), static_cast<S*>(y));
+  });
+}
+
+template <typename Dtype>
+void EltwiseLayer<Dtype>::Backward_gpu16(const BlobVec& top,
+                                         const std::vector<bool>& propagate_down,
+                                         const BlobVec& bottom, GpuStorage storage) {
+  GpuContext& gpu = this->gpu();
+  const long long count = top[0]->count();
+  const void* dy = diff_reader_.Read(top[0]->diff(), storage, gpu);
+  // In place, bottom 0's diff is the top diff: it is written last.
+  for (int i = 1; i >= 0; --i) {
+    if (!propagate_down[i]) continue;
+    void* dx = bottom[i]->diff()->mutable_raw_gpu_data(gpu, storage);
+    WithStorageType<float>(storage, [&](auto type) {
+      using S = decltype(type);
+      LaunchKernel("Scale16", gpu, count, Scale16<S>, count, static_cast<float>(coeffs_[i]),
+                   static_cast<const S*>(dy), static_cast<S*>(dx));
+    });
+  }
+}
+
+template <typename Dtype>
 void EltwiseLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
   const int count = top[0]->count();
   if (count == 0) return;
+  const GpuStorage storage = gpu_storage();
+  if (storage != GpuStorage::kFloat32) {
+    Forward_gpu16(bottom, top, storage);
+    return;
+  }
   GpuContext& gpu = this->gpu();
   Dtype* top_data = top[0]->mutable_gpu_data(gpu);
   switch (op_) {
@@ -76,6 +128,11 @@ void EltwiseLayer<Dtype>::Backward_gpu(const BlobVec& top, const std::vector<boo
                                        const BlobVec& bottom) {
   const int count = top[0]->count();
   if (count == 0) return;
+  const GpuStorage storage = gpu_storage();
+  if (storage != GpuStorage::kFloat32) {
+    Backward_gpu16(top, propagate_down, bottom, storage);
+    return;
+  }
   GpuContext& gpu = this->gpu();
   const Dtype* top_diff = top[0]->gpu_diff(gpu);
   // In place, bottom 0's diff is the top diff, which the other bottoms' gradients still read:

@@ -124,22 +124,34 @@ TEST(Gpu16BitTest, TheSixteenBitGemmIsTheFp32ProductOfTheRoundedOperands) {
   }
 }
 
-// The layer in `text` on the CPU in fp32 and on the GPU asked for `type`: forward and backward
-// from the same inputs and top gradient agree to the type's tolerance, and the GPU layer's top
-// and bottom gradient are held in 16 bits.
-void CompareWithCpu(const std::string& text, const std::vector<int>& shape, const Type16& type) {
+// The layer in `text` on the CPU in fp32 and on the GPU asked for `type`, with bottoms of
+// `shapes` and `tops` tops: forward and backward from the same inputs and top gradients agree
+// to the type's tolerance, and the GPU layer's tops and bottom gradients are held in 16 bits.
+void CompareWithCpu(const std::string& text, const std::vector<std::vector<int>>& shapes,
+                    const Type16& type, int tops = 1) {
   SCOPED_TRACE(text + " " + PrecisionName(type.precision));
   const LayerParameter param = ParseText<LayerParameter>(text);
-  Blob<float> cpu_bottom(shape), gpu_bottom(shape), cpu_top, gpu_top;
+  std::vector<std::unique_ptr<Blob<float>>> blobs;
+  const auto make = [&](const std::vector<int>& shape) {
+    blobs.push_back(std::make_unique<Blob<float>>(shape));
+    return blobs.back().get();
+  };
+  std::vector<Blob<float>*> cb, gb, ct, gt;
   Rng rng(5);
-  rng_gaussian<float>(cpu_bottom.count(), 0.f, 1.f, rng, cpu_bottom.mutable_cpu_data());
-  gpu_bottom.CopyFrom(cpu_bottom);
+  for (const std::vector<int>& shape : shapes) {
+    cb.push_back(make(shape));
+    gb.push_back(make(shape));
+    rng_gaussian<float>(cb.back()->count(), 0.f, 1.f, rng, cb.back()->mutable_cpu_data());
+    gb.back()->CopyFrom(*cb.back());
+  }
+  for (int i = 0; i < tops; ++i) {
+    ct.push_back(make({}));
+    gt.push_back(make({}));
+  }
   auto cpu_layer = LayerRegistry<float>::CreateLayer(param, Mode::CPU);
   auto gpu_layer = LayerRegistry<float>::CreateLayer(param, Mode::GPU);
   gpu_layer->set_precision_request(type.precision);
   gpu_layer->SetGpu(TestGpu());
-  std::vector<Blob<float>*> cb = {&cpu_bottom}, gb = {&gpu_bottom};
-  std::vector<Blob<float>*> ct = {&cpu_top}, gt = {&gpu_top};
   cpu_layer->SetUp(cb, ct);
   gpu_layer->SetUp(gb, gt);
   EXPECT_EQ(gpu_layer->precision().storage, type.precision);
@@ -148,14 +160,20 @@ void CompareWithCpu(const std::string& text, const std::vector<int>& shape, cons
   }
   cpu_layer->Forward(cb, ct);
   gpu_layer->Forward(gb, gt);
-  EXPECT_EQ(gpu_top.data()->gpu_storage(), type.storage);
-  ExpectBlobsClose(cpu_top, gpu_top, false, type.tolerance, "top");
-  rng_gaussian<float>(cpu_top.count(), 0.f, 1.f, rng, cpu_top.mutable_cpu_diff());
-  gpu_top.CopyFrom(cpu_top, true);
-  cpu_layer->Backward(ct, {true}, cb);
-  gpu_layer->Backward(gt, {true}, gb);
-  EXPECT_EQ(gpu_bottom.diff()->gpu_storage(), type.storage);
-  ExpectBlobsClose(cpu_bottom, gpu_bottom, true, type.tolerance, "bottom diff");
+  for (int i = 0; i < tops; ++i) {
+    // A Split's tops share its bottom's data, as they do in fp32.
+    if (param.type() != "Split") EXPECT_EQ(gt[i]->data()->gpu_storage(), type.storage);
+    ExpectBlobsClose(*ct[i], *gt[i], false, type.tolerance, "top " + std::to_string(i));
+    rng_gaussian<float>(ct[i]->count(), 0.f, 1.f, rng, ct[i]->mutable_cpu_diff());
+    gt[i]->CopyFrom(*ct[i], true);
+  }
+  const std::vector<bool> down(shapes.size(), true);
+  cpu_layer->Backward(ct, down, cb);
+  gpu_layer->Backward(gt, down, gb);
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_EQ(gb[i]->diff()->gpu_storage(), type.storage);
+    ExpectBlobsClose(*cb[i], *gb[i], true, type.tolerance, "bottom diff " + std::to_string(i));
+  }
   for (std::size_t i = 0; i < cpu_layer->blobs().size(); ++i) {
     ExpectBlobsClose(*cpu_layer->blobs()[i], *gpu_layer->blobs()[i], true, type.tolerance * 4,
                      "parameter diff " + std::to_string(i));
@@ -164,15 +182,16 @@ void CompareWithCpu(const std::string& text, const std::vector<int>& shape, cons
 
 TEST(Gpu16BitTest, LayersWithSixteenBitKernelsMatchTheirFp32CpuTwin) {
   DOPPIO_REQUIRE_GPU();
+  const std::vector<std::vector<int>> one = {{2, 3, 4, 5}}, two = {{2, 3, 4, 5}, {2, 3, 4, 5}};
   for (const Type16& type : kTypes) {
-    CompareWithCpu("name: 'relu' type: 'ReLU' bottom: 'x' top: 'y'", {2, 3, 4, 5}, type);
+    CompareWithCpu("name: 'relu' type: 'ReLU' bottom: 'x' top: 'y'", one, type);
     CompareWithCpu("name: 'relu' type: 'ReLU' bottom: 'x' top: 'y' relu_param { engine: CAFFE }",
-                   {2, 3, 4, 5}, type);
+                   one, type);
     for (const char* pool : {"MAX", "AVE"}) {
       CompareWithCpu(std::string("name: 'pool' type: 'Pooling' bottom: 'x' top: 'y' "
                                  "pooling_param { kernel_size: 3 stride: 2 pad: 1 pool: ") +
                          pool + " }",
-                     {2, 3, 9, 7}, type);
+                     {{2, 3, 9, 7}}, type);
     }
     for (const char* transpose : {"false", "true"}) {
       CompareWithCpu(std::string("name: 'ip' type: 'InnerProduct' bottom: 'x' top: 'y' "
@@ -180,8 +199,26 @@ TEST(Gpu16BitTest, LayersWithSixteenBitKernelsMatchTheirFp32CpuTwin) {
                          transpose +
                          " weight_filler { type: 'gaussian' std: 0.3 } "
                          "bias_filler { type: 'constant' value: 0.2 } }",
-                     {4, 3, 2, 5}, type);
+                     {{4, 3, 2, 5}}, type);
     }
+    CompareWithCpu(
+        "name: 'drop' type: 'Dropout' bottom: 'x' top: 'y' dropout_param { "
+        "dropout_ratio: 0.3 }",
+        one, type);
+    CompareWithCpu(
+        "name: 'drop' type: 'Dropout' bottom: 'x' top: 'y' phase: TEST "
+        "dropout_param { dropout_ratio: 0.3 scale_train: false }",
+        one, type);
+    for (int tops : {1, 2, 3}) {
+      CompareWithCpu("name: 'split' type: 'Split' bottom: 'x' top: 'a' top: 'b' top: 'c'", one,
+                     type, tops);
+    }
+    CompareWithCpu("name: 'cat' type: 'Concat' bottom: 'a' bottom: 'b' top: 'y'",
+                   {{2, 3, 4, 5}, {2, 2, 4, 5}}, type);
+    CompareWithCpu(
+        "name: 'sum' type: 'Eltwise' bottom: 'a' bottom: 'b' top: 'y' eltwise_param { "
+        "operation: SUM coeff: 1 coeff: -0.5 }",
+        two, type);
   }
 }
 

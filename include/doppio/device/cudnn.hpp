@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "doppio/device/gpu_half.hpp"
 #include "doppio/device/gpu_util.hpp"
 
 namespace doppio {
@@ -24,7 +25,17 @@ struct CudnnDataType<double> {
   static constexpr cudnnDataType_t kType = CUDNN_DATA_DOUBLE;
 };
 
-// The scaling factors cuDNN takes by pointer: float for float data, double for double.
+// The cuDNN type of a Dtype buffer's device elements held as `storage`: Dtype's own for
+// kFloat32.
+template <typename Dtype>
+cudnnDataType_t CudnnStorageType(GpuStorage storage) {
+  if (storage == GpuStorage::kFloat16) return CUDNN_DATA_HALF;
+  if (storage == GpuStorage::kBfloat16) return CUDNN_DATA_BFLOAT16;
+  return CudnnDataType<Dtype>::kType;
+}
+
+// The scaling factors cuDNN takes by pointer (float for 16-bit data too): float for float data,
+// double for double.
 template <typename Dtype>
 struct CudnnScalar {
   static const void* one() {
@@ -50,9 +61,12 @@ class CudnnTensorDesc {
   // A packed (n, c, h, w) tensor.
   template <typename Dtype>
   void Set4d(int n, int c, int h, int w) {
+    Set4d(CudnnDataType<Dtype>::kType, n, c, h, w);
+  }
+  void Set4d(cudnnDataType_t type, int n, int c, int h, int w) {
     if (!desc_) DOPPIO_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc_));
-    DOPPIO_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(desc_, CudnnDataType<Dtype>::kType, n, c, h, w,
-                                                    c * h * w, h * w, w, 1));
+    DOPPIO_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptorEx(desc_, type, n, c, h, w, c * h * w, h * w, w, 1));
   }
   cudnnTensorDescriptor_t get() const { return desc_; }
 

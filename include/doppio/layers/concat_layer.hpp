@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "doppio/core/gpu_storage.hpp"
 #include "doppio/core/layer.hpp"
 
 namespace doppio {
@@ -21,6 +22,11 @@ class ConcatLayer : public Layer<Dtype> {
   const char* type() const override { return "Concat"; }
   int MinBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  // On the GPU under BF16 and FP16 (with more than one bottom: one shares its buffers).
+  LayerPrecision precision() const override {
+    return StoragePrecision(this->layer_param_.bottom_size() > 1 ? GpuStorageOf(*this)
+                                                                 : GpuStorage::kFloat32);
+  }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -30,6 +36,8 @@ class ConcatLayer : public Layer<Dtype> {
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+  std::vector<GpuStorageReader> input_readers_;  // one per bottom
+  GpuStorageReader diff_reader_;
 #endif
 
   int concat_axis_ = 1;

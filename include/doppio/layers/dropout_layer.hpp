@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "doppio/core/gpu_storage.hpp"
 #include "doppio/layers/neuron_layer.hpp"
 
 namespace doppio {
@@ -22,6 +23,8 @@ class DropoutLayer : public NeuronLayer<Dtype> {
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
   const char* type() const override { return "Dropout"; }
+  // On the GPU under BF16 and FP16, in 16 bits.
+  LayerPrecision precision() const override { return StoragePrecision(GpuStorageOf(*this)); }
 
   // The mask of the last TRAIN Forward: 1 for a kept unit, 0 for a dropped one.
   const std::vector<unsigned int>& mask() const { return mask_; }
@@ -48,6 +51,8 @@ class DropoutLayer : public NeuronLayer<Dtype> {
   std::vector<unsigned int> mask_;
 #ifdef DOPPIO_WITH_CUDA
   std::shared_ptr<SyncedMemory> mask_gpu_;  // the device mask of the last TRAIN Forward_gpu
+  GpuStorageReader input_reader_;
+  GpuStorageReader diff_reader_;
 #endif
 };
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "doppio/core/gpu_storage.hpp"
 #include "doppio/core/layer.hpp"
 
 namespace doppio {
@@ -20,6 +21,8 @@ class EltwiseLayer : public Layer<Dtype> {
   const char* type() const override { return "Eltwise"; }
   int MinBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
+  // SUM of two bottoms (a residual connection) runs in 16 bits on the GPU under BF16 and FP16.
+  LayerPrecision precision() const override { return StoragePrecision(gpu_storage()); }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -29,6 +32,16 @@ class EltwiseLayer : public Layer<Dtype> {
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+  GpuStorage gpu_storage() const {
+    return op_ == EltwiseParameter::SUM && this->layer_param_.bottom_size() == 2
+               ? GpuStorageOf(*this)
+               : GpuStorage::kFloat32;
+  }
+  void Forward_gpu16(const BlobVec& bottom, const BlobVec& top, GpuStorage storage);
+  void Backward_gpu16(const BlobVec& top, const std::vector<bool>& propagate_down,
+                      const BlobVec& bottom, GpuStorage storage);
+  GpuStorageReader input_readers_[2];
+  GpuStorageReader diff_reader_;
 #endif
 
   EltwiseParameter::EltwiseOp op_ = EltwiseParameter::SUM;

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "doppio/core/gpu_storage.hpp"
 #include "doppio/core/layer.hpp"
 
 namespace doppio {
@@ -19,6 +20,8 @@ class SplitLayer : public Layer<Dtype> {
   const char* type() const override { return "Split"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
+  // On the GPU under BF16 and FP16 the tops' diffs are summed into a 16-bit bottom diff.
+  LayerPrecision precision() const override { return StoragePrecision(GpuStorageOf(*this)); }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {}
@@ -28,6 +31,7 @@ class SplitLayer : public Layer<Dtype> {
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
+  std::vector<GpuStorageReader> diff_readers_;  // one per top
 #endif
 };
 
