@@ -17,6 +17,10 @@ TF32 is set the same way in both and stated in the output:
       -> doppio --tf32_gemm, torch.backends.cuda.matmul.allow_tf32
   --cudnn-benchmark (default off): doppio --cudnn_algo=measure, torch.backends.cudnn.benchmark
 
+Mixed precision (docs/precision.md): --precision=bf16 or fp16 runs doppio --precision=...
+against PyTorch AMP: autocast with that dtype around the forward pass and the losses, a
+GradScaler for fp16, and the model and input in channels_last, as NVIDIA's recipes run it.
+
 For the nets with batch normalization a second table sets Doppio's BatchNorm + Scale + ReLU
 layers (forward and backward, from its per-layer table) beside PyTorch's batch-norm and ReLU
 kernels (the profiler's device time).
@@ -164,8 +168,9 @@ class TorchGpuBench:
             return Heads(tvm.resnet50(weights=None), [1.0])
         raise ValueError(net)
 
-    def time(self, net, batch, iterations, warmup, with_update):
-        """Mean milliseconds per iteration over `iterations`, after `warmup` untimed ones."""
+    def time(self, net, batch, iterations, warmup, with_update, precision="fp32"):
+        """Mean milliseconds per iteration over `iterations`, after `warmup` untimed ones;
+        under bf16 or fp16, PyTorch AMP (autocast, GradScaler for fp16, channels_last)."""
         torch = self.torch
         F = torch.nn.functional
         torch.manual_seed(0)
@@ -173,14 +178,22 @@ class TorchGpuBench:
         model.train()
         x = torch.randn(batch, *NETS[net]["shape"], device=self.device)
         y = torch.randint(0, NETS[net]["classes"], (batch,), device=self.device)
+        amp = precision in ("bf16", "fp16")
+        if amp:
+            model = model.to(memory_format=torch.channels_last)
+            x = x.to(memory_format=torch.channels_last)
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+        scaler = torch.cuda.amp.GradScaler(enabled=precision == "fp16")
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
         def step():
             optimizer.zero_grad(set_to_none=True)
-            loss = sum(w * F.cross_entropy(logits, y) for logits, w in model(x))
-            loss.backward()
+            with torch.autocast("cuda", dtype=dtype, enabled=amp):
+                loss = sum(w * F.cross_entropy(logits, y) for logits, w in model(x))
+            scaler.scale(loss).backward()
             if with_update:
-                optimizer.step()
+                scaler.step(optimizer)
+                scaler.update()
 
         with PeakDeviceMemory(os.getpid()) as memory:
             for _ in range(warmup):
@@ -235,6 +248,9 @@ def time_doppio(args, net, batch, iterations):
            "--tf32_conv=%s" % str(args.tf32_conv).lower(),
            "--tf32_gemm=%s" % str(args.tf32_gemm).lower(),
            "--cudnn_algo=%s" % ("measure" if args.cudnn_benchmark else "heuristic")]
+    if args.precision != "fp32":
+        # --precision names the storage; the TF32 flags stay for the layers left in fp32.
+        cmd.append("--precision=" + args.precision)
     env = dict(os.environ, GLOG_logtostderr="1")
     t0 = time.time()
     child = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -294,6 +310,8 @@ def parse_args(argv):
     p.add_argument("--doppio-only", action="store_true")
     p.add_argument("--no-layers", action="store_true", help="skip Doppio's per-layer tables")
     p.add_argument("--json", default="", help="also write the results as JSON")
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="bf16/fp16: doppio --precision against PyTorch AMP")
     args = p.parse_args(argv)
     args.net_list = [n for n in args.nets.split(",") if n]
     for n in args.net_list:
@@ -325,7 +343,9 @@ def main(argv=None):
                   "or run with --doppio-only" % e, file=sys.stderr)
             return 1
 
-    print("# GPU training throughput, float32, synthetic data, forward + backward per iteration")
+    print("# GPU training throughput, %s, synthetic data, forward + backward per iteration"
+          % ("float32" if args.precision == "fp32" else
+             args.precision + " (Doppio --precision, PyTorch AMP)"))
     print("# TF32: convolutions %s, GEMMs %s; cuDNN algorithm choice: %s"
           % (on_off(args.tf32_conv), on_off(args.tf32_gemm),
              "measured" if args.cudnn_benchmark else "heuristic"))
@@ -350,8 +370,9 @@ def main(argv=None):
                 print("doppio, %s: %s" % (net, e), file=sys.stderr)
         if torch_bench:
             ms, params, peak, normalization = torch_bench.time(net, batch, iterations,
-                                                                args.warmup, False)
-            ms_update, _, _, _ = torch_bench.time(net, batch, iterations, args.warmup, True)
+                                                                args.warmup, False, args.precision)
+            ms_update, _, _, _ = torch_bench.time(net, batch, iterations, args.warmup, True,
+                                                  args.precision)
             row.update(pytorch_ms=ms, pytorch_images_per_s=batch * 1000.0 / ms,
                        pytorch_peak_mib=peak, pytorch_normalization=normalization,
                        pytorch_update_ms=ms_update,
@@ -405,7 +426,8 @@ def main(argv=None):
 
     if args.json:
         with open(args.json, "w") as out:
-            json.dump(dict(tf32_conv=args.tf32_conv, tf32_gemm=args.tf32_gemm,
+            json.dump(dict(precision=args.precision, tf32_conv=args.tf32_conv,
+                           tf32_gemm=args.tf32_gemm,
                            cudnn_benchmark=args.cudnn_benchmark,
                            pytorch_models=args.pytorch_models, results=results), out, indent=2)
     return 0

@@ -46,8 +46,9 @@ Net<Dtype>::Net(const NetParameter& param, std::uint64_t seed, std::shared_ptr<G
         << DescribePrecision(layer->precision())
         << "); on the CPU, engine ONEDNN runs bf16 for Convolution, InnerProduct, ReLU, "
            "Pooling, LRN, Eltwise SUM, and BatchNorm followed by an in-place Scale; on the GPU, "
-           "ReLU, Pooling MAX and AVE, and InnerProduct run bf16 and fp16, and --tf32_conv "
-           "decides fp32 or tf32 for every convolution";
+           "cuDNN's Convolution, InnerProduct, ReLU, Pooling MAX and AVE, Dropout, Split, "
+           "Concat and Eltwise SUM run bf16 and fp16, and --tf32_conv decides fp32 or tf32 for "
+           "every fp32 convolution";
   }
   LogEngines();
 }

@@ -37,19 +37,11 @@ void CudnnBatchNormLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVe
       << this->Describe() << ": cuDNN's batch normalization needs more than one value per "
       << "channel in a batch, the input " << bottom[0]->shape_string() << " has one; use "
       << "batch_norm_param { engine: CAFFE }";
-  data_desc_.Set4d<Dtype>(this->num_, C, S, 1);
+  const GpuStorage storage = GpuStorageOf(*this);
+  data_desc_.Set4d(CudnnStorageType<Dtype>(storage), this->num_, C, S, 1);
   param_desc_.Set4d<Dtype>(1, C, 1, 1);
   PrepareGammaBeta();
-  const Dtype* x;
-  if (in_place_) {
-    // The net exchanged the blob's buffer for the kept one (the input is there), or copies.
-    const bool exchanged = this->TakeExchanged();
-    Dtype* kept = static_cast<Dtype*>(this->kept()->mutable_gpu_data(gpu));
-    if (!exchanged) gpu_copy(gpu, bottom[0]->count(), bottom[0]->gpu_data(gpu), kept);
-    x = kept;
-  } else {
-    x = bottom[0]->gpu_data(gpu);
-  }
+  const void* x = Input(*bottom[0], storage);
   const Dtype* gamma = gamma_beta_.gpu_data(gpu);
   // Factor 1: cuDNN's "running" mean and variance are the batch's own (unbiased variance).
   // Cleared first, so that they never depend on what the last call left (0 x NaN is NaN).
@@ -58,9 +50,9 @@ void CudnnBatchNormLayer<Dtype>::Forward_gpu(const BlobVec& bottom, const BlobVe
   gpu_set(gpu, 2 * C, Dtype(0), batch_mean);
   DOPPIO_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
       gpu.cudnn(), kMode, CudnnScalar<Dtype>::one(), CudnnScalar<Dtype>::zero(), data_desc_.get(),
-      x, data_desc_.get(), top[0]->mutable_gpu_data(gpu), param_desc_.get(), gamma, gamma + C, 1.0,
-      batch_mean, batch_var, double(this->eps_), saved_mean_.mutable_gpu_data(gpu),
-      saved_inv_std_.mutable_gpu_data(gpu)));
+      x, data_desc_.get(), top[0]->data()->mutable_raw_gpu_data(gpu, storage), param_desc_.get(),
+      gamma, gamma + C, 1.0, batch_mean, batch_var, double(this->eps_),
+      saved_mean_.mutable_gpu_data(gpu), saved_inv_std_.mutable_gpu_data(gpu)));
   LaunchKernel("AddToRunningSums", gpu, C, AddToRunningSums<Dtype>, C,
                this->moving_average_fraction_, static_cast<const Dtype*>(batch_mean),
                static_cast<const Dtype*>(batch_var), this->blobs_[0]->mutable_gpu_data(gpu),
@@ -81,22 +73,32 @@ void CudnnBatchNormLayer<Dtype>::Backward_gpu(const BlobVec& top,
   GpuContext& gpu = this->gpu();
   const int C = this->channels_;
   const int count = bottom[0]->count();
-  const Dtype* x =
-      in_place_ ? static_cast<const Dtype*>(this->kept()->gpu_data(gpu)) : bottom[0]->gpu_data(gpu);
-  const Dtype* dy = top[0]->gpu_diff(gpu);
+  const GpuStorage storage = GpuStorageOf(*this);
+  const bool fp32 = storage == GpuStorage::kFloat32;
+  const std::shared_ptr<SyncedMemory>& input = in_place_ ? this->kept() : bottom[0]->data();
+  const void* x = fp32 ? input->gpu_data(gpu) : input_reader_.Read(input, storage, gpu);
+  const void* dy =
+      fp32 ? top[0]->diff()->gpu_data(gpu) : diff_reader_.Read(top[0]->diff(), storage, gpu);
   // In place dy is the bottom's diff too: the gradient goes to scratch, then over it. Without
   // propagate_down the scratch takes what nothing reads.
   const bool direct = propagate_down[0] && !in_place_;
-  Dtype* dx = direct ? bottom[0]->mutable_gpu_diff(gpu)
-                     : static_cast<Dtype*>(gpu.Workspace(count * sizeof(Dtype)));
+  const std::size_t element = fp32 ? sizeof(Dtype) : GpuStorageBytes(storage);
+  void* dx = direct ? bottom[0]->diff()->mutable_raw_gpu_data(gpu, storage)
+                    : gpu.Workspace(count * element);
   Dtype* dgamma = gamma_beta_diff_.mutable_gpu_data(gpu);
   DOPPIO_CUDNN_CHECK(cudnnBatchNormalizationBackward(
       gpu.cudnn(), kMode, CudnnScalar<Dtype>::one(), CudnnScalar<Dtype>::zero(),
       CudnnScalar<Dtype>::one(), CudnnScalar<Dtype>::zero(), data_desc_.get(), x, data_desc_.get(),
       dy, data_desc_.get(), dx, param_desc_.get(), gamma_beta_.gpu_data(gpu), dgamma, dgamma + C,
       double(this->eps_), saved_mean_.gpu_data(gpu), saved_inv_std_.gpu_data(gpu)));
-  if (propagate_down[0] && in_place_)
-    gpu_copy(gpu, count, static_cast<const Dtype*>(dx), bottom[0]->mutable_gpu_diff(gpu));
+  if (propagate_down[0] && in_place_) {
+    if (fp32) {
+      gpu_copy(gpu, count, static_cast<const Dtype*>(dx), bottom[0]->mutable_gpu_diff(gpu));
+    } else {
+      gpu_convert(gpu, count, storage, dx, storage,
+                  bottom[0]->diff()->mutable_raw_gpu_data(gpu, storage));
+    }
+  }
   const auto& params = fused() ? scale_layer_->blobs() : this->blobs_;
   if (scale_grad) {
     gpu_axpy(gpu, C, Dtype(1), static_cast<const Dtype*>(dgamma), params[0]->mutable_gpu_diff(gpu));
@@ -105,6 +107,31 @@ void CudnnBatchNormLayer<Dtype>::Backward_gpu(const BlobVec& top,
     gpu_axpy(gpu, C, Dtype(1), static_cast<const Dtype*>(dgamma + C),
              params[bias_param_]->mutable_gpu_diff(gpu));
   }
+}
+
+template <typename Dtype>
+const void* CudnnBatchNormLayer<Dtype>::Input(const Blob<Dtype>& bottom, GpuStorage storage) {
+  GpuContext& gpu = this->gpu();
+  const bool fp32 = storage == GpuStorage::kFloat32;
+  if (!in_place_) {
+    return fp32 ? bottom.data()->gpu_data(gpu) : input_reader_.Read(bottom.data(), storage, gpu);
+  }
+  // The net exchanged the blob's buffer for the kept one (the input is there, in whatever
+  // storage its producer wrote), or the input is copied there.
+  if (this->TakeExchanged()) {
+    return fp32 ? this->kept()->gpu_data(gpu) : input_reader_.Read(this->kept(), storage, gpu);
+  }
+  const long long count = bottom.count();
+  if (fp32) {
+    const Dtype* in = bottom.gpu_data(gpu);
+    Dtype* kept = static_cast<Dtype*>(this->kept()->mutable_gpu_data(gpu));
+    gpu_copy(gpu, static_cast<int>(count), in, kept);
+    return kept;
+  }
+  const void* in = input_reader_.Read(bottom.data(), storage, gpu);
+  void* kept = this->kept()->mutable_raw_gpu_data(gpu, storage);
+  gpu_convert(gpu, count, storage, in, storage, kept);
+  return kept;
 }
 
 DOPPIO_INSTANTIATE_LAYER_GPU_FUNCS(CudnnBatchNormLayer);

@@ -201,6 +201,18 @@ TEST(Gpu16BitTest, LayersWithSixteenBitKernelsMatchTheirFp32CpuTwin) {
                          "bias_filler { type: 'constant' value: 0.2 } }",
                      {{4, 3, 2, 5}}, type);
     }
+#ifdef DOPPIO_WITH_CUDNN
+    // cuDNN's convolution, the GPU's default engine (the emulation has no cuDNN).
+    CompareWithCpu(
+        "name: 'conv' type: 'Convolution' bottom: 'x' top: 'y' convolution_param { "
+        "num_output: 4 kernel_size: 3 pad: 1 stride: 2 "
+        "weight_filler { type: 'gaussian' std: 0.3 } "
+        "bias_filler { type: 'constant' value: 0.1 } }",
+        {{2, 3, 9, 8}}, type);
+    CompareWithCpu("name: 'lrn' type: 'LRN' bottom: 'x' top: 'y' lrn_param { local_size: 3 }",
+                   {{2, 5, 4, 3}}, type);
+    CompareWithCpu("name: 'bn' type: 'BatchNorm' bottom: 'x' top: 'y'", {{4, 3, 5, 2}}, type);
+#endif
     CompareWithCpu(
         "name: 'drop' type: 'Dropout' bottom: 'x' top: 'y' dropout_param { "
         "dropout_ratio: 0.3 }",
@@ -222,13 +234,18 @@ TEST(Gpu16BitTest, LayersWithSixteenBitKernelsMatchTheirFp32CpuTwin) {
   }
 }
 
-// conv (fp32) -> relu -> pool -> ip -> relu -> ip -> SoftmaxWithLoss (fp32).
+// conv -> BatchNorm + Scale -> relu -> pool -> ip -> relu -> ip -> SoftmaxWithLoss (fp32):
+// on the GPU all but the loss in 16 bits; under the emulation (no cuDNN) the convolution and
+// the BatchNorm + Scale stay fp32, between 16-bit layers.
 std::string SmallNet() {
   return "name: 'small' "
          "layer { name: 'data' type: 'Input' top: 'x' top: 'label' input_param { "
          "  shape { dim: 8 dim: 2 dim: 8 dim: 8 } shape { dim: 8 } } } "
          "layer { name: 'conv' type: 'Convolution' bottom: 'x' top: 'c' convolution_param { "
          "  num_output: 4 kernel_size: 3 weight_filler { type: 'gaussian' std: 0.2 } } } "
+         "layer { name: 'bn' type: 'BatchNorm' bottom: 'c' top: 'c' } "
+         "layer { name: 'scale' type: 'Scale' bottom: 'c' top: 'c' scale_param { "
+         "  bias_term: true } } "
          "layer { name: 'relu1' type: 'ReLU' bottom: 'c' top: 'c' } "
          "layer { name: 'pool' type: 'Pooling' bottom: 'c' top: 'p' pooling_param { "
          "  pool: MAX kernel_size: 2 stride: 2 } } "
@@ -311,18 +328,28 @@ TEST(Gpu16BitTest, AnFp16OverflowSkipsTheUpdateAndHalvesTheScale) {
       "loss_scale: 65536 snapshot_after_train: false net_param { " +
       text + " }");
   auto solver = SolverRegistry<float>::CreateSolver(param, TestGpu());
-  std::vector<float> before;
-  for (const Blob<float>* blob : solver->net()->learnable_params()) {
-    before.insert(before.end(), blob->cpu_data(), blob->cpu_data() + blob->count());
-  }
+  // The trained parameters (BatchNorm's statistics move in every forward, as in PyTorch).
+  const auto trained = [&solver] {
+    std::vector<float> values;
+    for (const char* name : {"conv", "scale", "ip1", "ip2"}) {
+      for (const auto& blob : solver->net()->layer_by_name(name)->blobs()) {
+        values.insert(values.end(), blob->cpu_data(), blob->cpu_data() + blob->count());
+      }
+    }
+    return values;
+  };
+  const std::vector<float> before = trained();
   solver->Step(1);
-  std::vector<float> after;
-  for (const Blob<float>* blob : solver->net()->learnable_params()) {
-    after.insert(after.end(), blob->cpu_data(), blob->cpu_data() + blob->count());
-  }
+  const std::vector<float> after = trained();
   EXPECT_EQ(after, before) << "the overflowed update was applied";
   EXPECT_EQ(solver->loss_scale(), 32768.f);
   EXPECT_FALSE(solver->divergence().has_value());
+  // The overflow is fp16's: in fp32 the same scaled gradients fit.
+  param.set_precision(FP32);
+  param.set_loss_scaling(SolverParameter::DYNAMIC_LOSS_SCALING);
+  auto fp32 = SolverRegistry<float>::CreateSolver(param, TestGpu());
+  fp32->Step(1);
+  EXPECT_EQ(fp32->loss_scale(), 65536.f);
 }
 
 }  // namespace

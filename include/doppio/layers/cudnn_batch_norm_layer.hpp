@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "doppio/core/gpu_storage.hpp"
 #include "doppio/core/input_exchange.hpp"
 #include "doppio/core/layer_fusion.hpp"
 #include "doppio/device/cudnn.hpp"
@@ -27,7 +28,8 @@ namespace doppio {
 // cuDNN's gamma and beta: one call each way computes both layers, and Backward adds the gamma
 // and beta gradients to the Scale's parameter diffs. cuDNN fuses a ReLU (and ResNet's add +
 // ReLU) into batch normalization only for half-precision NHWC data, so in float the ReLU
-// stays its own layer.
+// stays its own layer. Under BF16 and FP16, with batch statistics, the data and its gradient
+// are 16-bit (cuDNN computes in fp32; gamma, beta and the statistics stay fp32).
 template <typename Dtype>
 class CudnnBatchNormLayer : public BatchNormLayer<Dtype>,
                             public FusionHost,
@@ -49,6 +51,9 @@ class CudnnBatchNormLayer : public BatchNormLayer<Dtype>,
   // with a learned factor per channel, and maybe a bias) too. Only with batch statistics.
   void FuseScale(Layer<Dtype>* scale);
   bool fused() const { return scale_layer_ != nullptr; }
+  LayerPrecision precision() const override {
+    return StoragePrecision(keeps_input() ? GpuStorageOf(*this) : GpuStorage::kFloat32);
+  }
 
  protected:
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
@@ -59,6 +64,8 @@ class CudnnBatchNormLayer : public BatchNormLayer<Dtype>,
   // Whether Forward on the GPU runs cuDNN (batch statistics) and Backward reads the input.
   bool keeps_input() const { return !this->use_global_stats_; }
   bool WantsExchange(const SyncedMemory& data) const override { return this->mode() == Mode::GPU; }
+  // The input cuDNN reads in Forward, in `storage`: in place, kept() (by exchange, or a copy).
+  const void* Input(const Blob<Dtype>& bottom, GpuStorage storage);
   // Fills gamma_beta_ with the Scale's factor and bias (fused) or with 1 and 0.
   void PrepareGammaBeta();
 
@@ -75,6 +82,8 @@ class CudnnBatchNormLayer : public BatchNormLayer<Dtype>,
   Blob<Dtype> gamma_beta_diff_;
   Layer<Dtype>* scale_layer_ = nullptr;
   int bias_param_ = -1;  // the Scale's bias blob, or -1
+  GpuStorageReader input_reader_;
+  GpuStorageReader diff_reader_;
 };
 
 }  // namespace doppio

@@ -15,7 +15,8 @@ namespace doppio {
 // AVE pooling on cuDNN (engine CUDNN, the default on the GPU when it applies). cuDNN sizes
 // the output by flooring; where Caffe's ceiling rule gives a larger output for the current
 // input, the layer runs Doppio's own GPU kernels instead, so the results are always Caffe's.
-// With floor-sized windows the AVE divisor (padding counted) is the same in both.
+// With floor-sized windows the AVE divisor (padding counted) is the same in both. In 16 bits
+// (BF16, FP16) AVE runs Doppio's kernels too, which read and write the blobs' 16-bit storage.
 // MAX always runs Doppio's own kernels, which route the gradient by the argmax recorded in
 // Forward: cuDNN's max backward finds the maximum again by comparing the input with the
 // layer's output, and a later layer running in place on that output (Dropout, Scale, ...)

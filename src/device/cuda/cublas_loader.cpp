@@ -120,3 +120,19 @@ DOPPIO_CUBLAS_FORWARD(cublasSasum_v2,
 DOPPIO_CUBLAS_FORWARD(cublasDasum_v2,
                       (cublasHandle_t h, int n, const double* x, int incx, double* result),
                       (h, n, x, incx, result))
+
+// cublas_api.h overloads cublasGemmEx (an inline wrapper takes the old cudaDataType compute
+// type), so decltype cannot name the one to forward: its type is spelled out.
+using CublasGemmEx = cublasStatus_t(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const void*, const void*, cudaDataType, int, const void*,
+                                    cudaDataType, int, const void*, void*, cudaDataType, int,
+                                    cublasComputeType_t, cublasGemmAlgo_t);
+extern "C" cublasStatus_t CUBLASWINAPI
+cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+             const void* alpha, const void* a, cudaDataType a_type, int lda, const void* b,
+             cudaDataType b_type, int ldb, const void* beta, void* c, cudaDataType c_type, int ldc,
+             cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+  static CublasGemmEx* const real = doppio::Resolve<CublasGemmEx>("cublasGemmEx");
+  return real(h, ta, tb, m, n, k, alpha, a, a_type, lda, b, b_type, ldb, beta, c, c_type, ldc,
+              compute, algo);
+}
