@@ -75,7 +75,11 @@ std::size_t ApplyPlan(const Net<Dtype>& net, const char* what, const SlotPlan& p
                       const std::vector<std::vector<Blob<Dtype>*>>& groups,
                       void (Blob<Dtype>::*set)(std::shared_ptr<SyncedMemory>)) {
   std::vector<std::shared_ptr<SyncedMemory>> memory;
-  for (std::size_t bytes : plan.slot_bytes) memory.push_back(std::make_shared<SyncedMemory>(bytes));
+  for (std::size_t bytes : plan.slot_bytes) {
+    memory.push_back(std::make_shared<SyncedMemory>(bytes));
+    // Its blobs are alive one at a time, each from byte 0: one may hold 16-bit elements.
+    memory.back()->ShareViewsOneAtATime();
+  }
   for (std::size_t b = 0; b < groups.size(); ++b) {
     if (plan.slot_of[b] < 0) continue;
     for (Blob<Dtype>* blob : groups[b]) {

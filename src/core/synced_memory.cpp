@@ -180,14 +180,14 @@ void SyncedMemory::ToGpu(GpuContext& gpu) {
   switch (head_) {
     case Head::kUninitialized:
       gpu_->MakeCurrent();
-      gpu_ptr_ = gpu_->allocator().Allocate(size_);
+      ReserveGpu(size_);
       if (size_ > 0) DOPPIO_CUDA_CHECK(cudaMemsetAsync(gpu_ptr_, 0, size_, gpu_->stream()));
       head_ = Head::kDevice;
       break;
     case Head::kHost:
       Canonicalize();
       gpu_->MakeCurrent();
-      if (gpu_ptr_ == nullptr) gpu_ptr_ = gpu_->allocator().Allocate(size_);
+      ReserveGpu(size_);
       if (size_ > 0) {
         DOPPIO_CUDA_CHECK(
             cudaMemcpyAsync(gpu_ptr_, cpu_ptr_, size_, cudaMemcpyHostToDevice, gpu_->stream()));
@@ -202,16 +202,32 @@ void SyncedMemory::ToGpu(GpuContext& gpu) {
   }
 }
 
+bool SyncedMemory::ReserveGpu(std::size_t bytes) {
+  if (gpu_ptr_ != nullptr && gpu_bytes_ >= bytes) return false;
+  // Freed in stream order: the kernels queued before still read the old block first.
+  if (gpu_ptr_ != nullptr) gpu_->allocator().Free(gpu_ptr_);
+  gpu_ptr_ = gpu_->allocator().Allocate(bytes);
+  gpu_bytes_ = bytes;
+  return true;
+}
+
 void SyncedMemory::WidenOnGpu() {
   if (gpu_storage_ == GpuStorage::kFloat32) return;
   const long long count = static_cast<long long>(size_ / sizeof(float));
   const std::size_t narrow_bytes = static_cast<std::size_t>(count) * GpuStorageBytes(gpu_storage_);
   gpu_->MakeCurrent();
-  // Element i moves from byte 2i to byte 4i: through a copy of the 16-bit half, since the
-  // kernel's threads run in no order. Both are ordered on the compute stream.
-  void* narrow = gpu_->allocator().Allocate(narrow_bytes);
-  DOPPIO_CUDA_CHECK(
-      cudaMemcpyAsync(narrow, gpu_ptr_, narrow_bytes, cudaMemcpyDeviceToDevice, gpu_->stream()));
+  void* narrow = gpu_ptr_;
+  if (gpu_bytes_ >= size_) {
+    // Element i moves from byte 2i to byte 4i of one block: through a copy of the 16-bit
+    // half, since the kernel's threads run in no order.
+    narrow = gpu_->allocator().Allocate(narrow_bytes);
+    DOPPIO_CUDA_CHECK(
+        cudaMemcpyAsync(narrow, gpu_ptr_, narrow_bytes, cudaMemcpyDeviceToDevice, gpu_->stream()));
+  } else {
+    // A half-sized block: the full one is new, and the old one is the source.
+    gpu_ptr_ = gpu_->allocator().Allocate(size_);
+    gpu_bytes_ = size_;
+  }
   gpu_convert(*gpu_, count, gpu_storage_, narrow, GpuStorage::kFloat32, gpu_ptr_);
   gpu_->allocator().Free(narrow);
   gpu_storage_ = GpuStorage::kFloat32;
@@ -234,12 +250,14 @@ void* SyncedMemory::mutable_gpu_data(GpuContext& gpu) {
 }
 
 const void* SyncedMemory::raw_gpu_data(GpuContext& gpu) {
+  if (HoldsSixteenBitViews()) return parent_->raw_gpu_data(gpu);
   if (parent_) return gpu_data(gpu);
   ToGpu(gpu);
   return gpu_ptr_;
 }
 
 void* SyncedMemory::mutable_raw_gpu_data(GpuContext& gpu, GpuStorage storage) {
+  if (HoldsSixteenBitViews()) return parent_->mutable_raw_gpu_data(gpu, storage);
   if (parent_) {
     DOPPIO_ENSURE(storage == GpuStorage::kFloat32)
         << "a view of another buffer (the parameter arena) cannot hold " << GpuStorageName(storage)
@@ -247,10 +265,11 @@ void* SyncedMemory::mutable_raw_gpu_data(GpuContext& gpu, GpuStorage storage) {
     return mutable_gpu_data(gpu);
   }
   Bind(gpu);
-  if (gpu_ptr_ == nullptr) {
-    gpu_->MakeCurrent();
-    gpu_ptr_ = gpu_->allocator().Allocate(size_);
-  }
+  gpu_->MakeCurrent();
+  // 16-bit elements take half a block; one that has been widened keeps its full size, so
+  // that a buffer written in 16 bits and read in fp32 every iteration does not hold both.
+  ReserveGpu(storage == GpuStorage::kFloat32 ? size_
+                                             : size_ / sizeof(float) * GpuStorageBytes(storage));
   layout_.reset();  // the host bytes, in whatever layout, are superseded whole
   gpu_storage_ = storage;
   head_ = Head::kDevice;
@@ -285,8 +304,7 @@ void SyncedMemory::AsyncGpuPush(GpuContext& gpu, cudaStream_t stream) {
   Canonicalize();
   Bind(gpu);
   gpu_->MakeCurrent();
-  if (gpu_ptr_ == nullptr) {
-    gpu_ptr_ = gpu_->allocator().Allocate(size_);
+  if (ReserveGpu(size_)) {
     // A block from the cache may still be read by kernels queued on the compute stream;
     // `stream` is not ordered after them.
     gpu_->Synchronize();

@@ -66,6 +66,28 @@ TEST(Gpu16BitTest, SixteenBitBytesWidenForEveryOtherReader) {
     const auto* host = static_cast<const float*>(memory->cpu_data());
     for (int i = 0; i < n; ++i) EXPECT_EQ(host[i], Rounded(values[i], type.storage)) << i;
   }
+  // A buffer only ever written in 16 bits holds half its size on the device.
+  const std::size_t floats = 1 << 16;
+  const std::size_t before = gpu.allocator().bytes_in_use();
+  auto narrow = std::make_shared<SyncedMemory>(floats * sizeof(float));
+  narrow->mutable_raw_gpu_data(gpu, GpuStorage::kBfloat16);
+  EXPECT_EQ(gpu.allocator().bytes_in_use() - before, DeviceAllocator::BucketSize(floats * 2));
+  narrow->gpu_data(gpu);
+  EXPECT_EQ(gpu.allocator().bytes_in_use() - before, DeviceAllocator::BucketSize(floats * 4));
+  // A view of a buffer whose views are used one at a time (the net's shared activations and
+  // gradients) holds 16 bits through it; widened through the view, as any other.
+  auto slot = std::make_shared<SyncedMemory>(64 * sizeof(float));
+  slot->ShareViewsOneAtATime();
+  auto shared = std::make_shared<SyncedMemory>(slot, 0, 40 * sizeof(float));
+  const std::uint16_t one = FloatToBfloat16(1.5f);
+  std::vector<std::uint16_t> ones(40, one);
+  DOPPIO_CUDA_CHECK(cudaMemcpy(shared->mutable_raw_gpu_data(gpu, GpuStorage::kBfloat16),
+                               ones.data(), 80, cudaMemcpyHostToDevice));
+  EXPECT_EQ(shared->gpu_storage(), GpuStorage::kBfloat16);
+  EXPECT_EQ(slot->gpu_storage(), GpuStorage::kBfloat16);
+  const auto* widened = static_cast<const float*>(shared->cpu_data());
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(widened[i], 1.5f) << i;
+  EXPECT_EQ(slot->gpu_storage(), GpuStorage::kFloat32);
   // The parameter arena stays fp32.
   auto arena = std::make_shared<SyncedMemory>(64);
   SyncedMemory view(arena, 16, 16);

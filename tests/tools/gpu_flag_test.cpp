@@ -47,6 +47,21 @@ TEST(GpuFlag, TimeOnTheGpuOrAClearError) {
   }
 }
 
+TEST(GpuFlag, TimeInBf16AndFp16NamesTheLayersThatRunIn16Bits) {
+  if (GpuDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  for (const std::string precision : {"bf16", "fp16"}) {
+    const cli_test::Result run =
+        RunFromSourceRoot(std::string(kTimeLeNet) + " --precision=" + precision);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find("Precision " + precision + " runs"), std::string::npos) << run.output;
+    const std::regex row("InnerProduct +[A-Z]+ +" + precision);
+    EXPECT_TRUE(std::regex_search(run.output, row)) << run.output;
+    // The loss keeps fp32's range.
+    EXPECT_TRUE(std::regex_search(run.output, std::regex("SoftmaxWithLoss +[A-Z]+ +fp32")))
+        << run.output;
+  }
+}
+
 TEST(GpuFlag, TimeReportsThePeakDeviceMemoryNextToWhatTheNetNeeds) {
   if (GpuDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   const cli_test::Result run = RunFromSourceRoot(kTimeLeNet);

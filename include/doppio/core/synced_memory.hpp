@@ -69,8 +69,17 @@ class SyncedMemory {
   // What the device bytes hold: kFloat32 (canonical) unless a layer running BF16 or FP16 on
   // the GPU wrote 16-bit elements there (mutable_raw_gpu_data), one per float in the first
   // half of the buffer. Any other access (gpu_data, cpu_data and their mutable forms) first
-  // widens them to fp32 in place on the device, so their readers never see 16 bits.
-  GpuStorage gpu_storage() const { return parent_ ? GpuStorage::kFloat32 : gpu_storage_; }
+  // widens them to fp32 on the device, so their readers never see 16 bits. A buffer that was
+  // only ever written in 16 bits holds a device block of half its size.
+  GpuStorage gpu_storage() const {
+    if (!parent_) return gpu_storage_;
+    return HoldsSixteenBitViews() ? parent_->gpu_storage() : GpuStorage::kFloat32;
+  }
+  // Marks a buffer whose views its users take one at a time, each from byte 0 (the net's
+  // shared activations and gradients, core/activation_sharing.hpp): a view of it may then
+  // hold 16-bit elements, which this buffer keeps track of as its own. Other views (the
+  // parameter arena's) refuse them.
+  void ShareViewsOneAtATime() { views_one_at_a_time_ = true; }
 
 #ifdef DOPPIO_WITH_CUDA
   const void* gpu_data(GpuContext& gpu);
@@ -78,7 +87,8 @@ class SyncedMemory {
   // For the layers that keep activations in 16 bits: the device bytes as they are (see
   // gpu_storage), and the device bytes handed out to be overwritten whole as `storage`
   // (the old bytes are not transferred or converted), which counts as a write. A view
-  // refuses 16 bits (Error): the parameter arena stays fp32.
+  // refuses 16 bits (Error: the parameter arena stays fp32) unless its buffer shares its
+  // views one at a time.
   const void* raw_gpu_data(GpuContext& gpu);
   void* mutable_raw_gpu_data(GpuContext& gpu, GpuStorage storage);
   // Page-locks the host copy (cudaHostAlloc), which makes transfers faster and lets them be
@@ -98,12 +108,18 @@ class SyncedMemory {
   void Canonicalize();
 #ifdef DOPPIO_WITH_CUDA
   void ToGpu(GpuContext& gpu);
-  // Widens 16-bit device bytes to fp32 in place (gpu_storage).
+  // Widens 16-bit device bytes to fp32 (gpu_storage), in a block of the full size.
   void WidenOnGpu();
+  // Makes the device block at least `bytes` long; a new block does not keep the old bytes.
+  // Returns whether it took a new block.
+  bool ReserveGpu(std::size_t bytes);
   void Bind(GpuContext& gpu);
   void AllocateHostCopy();
 #endif
   void FreeHostCopy();
+  bool HoldsSixteenBitViews() const {
+    return parent_ && offset_ == 0 && parent_->views_one_at_a_time_;
+  }
 
   std::shared_ptr<SyncedMemory> parent_;
   std::size_t offset_ = 0;
@@ -111,10 +127,13 @@ class SyncedMemory {
   void* cpu_block_ = nullptr;  // what the aligned cpu_ptr_ lies in (unpinned host copies)
   bool host_pinned_ = false;
   void* gpu_ptr_ = nullptr;
+  // The device block's size: half of size_ while only 16-bit elements were ever written.
+  std::size_t gpu_bytes_ = 0;
   std::shared_ptr<GpuContext> gpu_;
   std::size_t size_ = 0;
   Head head_ = Head::kUninitialized;
   std::uint64_t write_count_ = 0;
+  bool views_one_at_a_time_ = false;
   // The layout of the host bytes; null: canonical. Set only while the head is the host.
   std::shared_ptr<const HostLayout> layout_;
   // What the device bytes hold; kFloat32 except while the head is the device.
