@@ -32,17 +32,19 @@ class EltwiseLayer : public Layer<Dtype> {
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override;
-  GpuStorage gpu_storage() const {
-    return op_ == EltwiseParameter::SUM && this->layer_param_.bottom_size() == 2
-               ? GpuStorageOf(*this)
-               : GpuStorage::kFloat32;
-  }
   void Forward_gpu16(const BlobVec& bottom, const BlobVec& top, GpuStorage storage);
   void Backward_gpu16(const BlobVec& top, const std::vector<bool>& propagate_down,
                       const BlobVec& bottom, GpuStorage storage);
   GpuStorageReader input_readers_[2];
   GpuStorageReader diff_reader_;
 #endif
+
+  // What the GPU kernels run in: 16 bits for SUM of two bottoms under BF16 and FP16.
+  GpuStorage gpu_storage() const {
+    return op_ == EltwiseParameter::SUM && this->layer_param_.bottom_size() == 2
+               ? GpuStorageOf(*this)
+               : GpuStorage::kFloat32;
+  }
 
   EltwiseParameter::EltwiseOp op_ = EltwiseParameter::SUM;
   std::vector<Dtype> coeffs_;
