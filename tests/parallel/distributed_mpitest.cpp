@@ -368,6 +368,11 @@ TEST_F(DistributedTest, GpuEquivalenceRanksSharingOneGpuStagedThroughMpi) {
   ExpectEquivalence("Adam", 2, Variant::kShared, SyncMode::kOverlap, comm, gpu);
   // The GPU's dropout masks are the CPU's, so the ranks agree with one process here too.
   ExpectEquivalence("SGD", 1, Variant::kAugmented, SyncMode::kOverlap, comm, gpu);
+  // In 16 bits a sample's arithmetic is its own too (every product sums over one sample's
+  // values, rounded once): the ranks still train what one process trains.
+  for (const char* precision : {"precision: BF16", "precision: FP16"}) {
+    ExpectEquivalence("SGD", 1, Variant::kPlain, SyncMode::kOverlap, comm, gpu, precision);
+  }
 }
 
 TEST_F(DistributedTest, GpuEquivalenceWithNcclWhenEveryRankHasItsOwnGpu) {
