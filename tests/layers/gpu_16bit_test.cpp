@@ -256,6 +256,21 @@ TEST(Gpu16BitTest, LayersWithSixteenBitKernelsMatchTheirFp32CpuTwin) {
   }
 }
 
+TEST(Gpu16BitTest, ALayerNamingAPrecisionItsGpuEngineLacksIsAnErrorNamingIt) {
+  DOPPIO_REQUIRE_GPU();
+  NetParameter param = ParseText<NetParameter>(
+      "name: 'named' layer { name: 'in' type: 'Input' top: 'x' input_param { shape { dim: 2 "
+      "dim: 3 dim: 6 dim: 6 } } } "
+      "layer { name: 'conv' type: 'Convolution' bottom: 'x' top: 'c' precision: BF16 "
+      "  convolution_param { num_output: 2 kernel_size: 3 engine: CAFFE } } "
+      "layer { name: 'relu' type: 'ReLU' bottom: 'c' top: 'c' precision: BF16 } ");
+  EXPECT_ERROR_WITH((Net<float>{param, 1, TestGpu()}), "'conv'", "bf16", "CAFFE");
+  param.mutable_layer(1)->clear_precision();
+  Net<float> net(param, 1, TestGpu());
+  EXPECT_EQ(DescribePrecision(net.layer_by_name("relu")->precision()), "bf16");
+  EXPECT_EQ(DescribePrecision(net.layer_by_name("conv")->precision()), "fp32");
+}
+
 // conv -> BatchNorm + Scale -> relu -> pool -> ip -> relu -> ip -> SoftmaxWithLoss (fp32):
 // on the GPU all but the loss in 16 bits; under the emulation (no cuDNN) the convolution and
 // the BatchNorm + Scale stay fp32, between 16-bit layers.
